@@ -1,0 +1,53 @@
+// ExtenderService: kube-scheduler's extender webhooks and gpufair's health and debug endpoints, as a
+// RequestHandler independent of the transport.
+//   POST /filter        ExtenderArgs -> ExtenderFilterResult (in the request's Nodes/NodeNames mode)
+//   POST /prioritize    ExtenderArgs -> HostPriorityList (scores 0..10)
+//   POST /preempt       ExtenderPreemptionArgs -> ExtenderPreemptionResult (proposed victims as is)
+//   POST /bind          ExtenderBindingArgs -> ExtenderBindingResult (assume, bind, confirm)
+//   GET  /healthz       {"status":"ok"}
+//   GET  /readyz        200 {"status":"ready"} or 503 {"status":"not ready","reason":...}
+//   GET  /debug/snapshot  the current ClusterSnapshot as JSON (see debug_snapshot.h)
+// Bad input is a 400 with {"Error": "..."} (in the verb's result shape for /filter), unknown paths
+// 404, wrong methods 405. Decisions are logged at debug level, rejections at info.
+// Thread-safety: handle() may run on several threads at once; each thread reuses its own parser
+// and buffers. The mirror, scorer and binder must outlive the service.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "gpufair/api/binder.h"
+#include "gpufair/api/http.h"
+#include "gpufair/common/status.h"
+#include "gpufair/policy/scorer.h"
+#include "gpufair/state/mirror.h"
+
+namespace gpufair::api {
+
+// Readiness: ok means ready; otherwise the reason is reported by /readyz with a 503.
+using ReadinessCheck = std::function<Status()>;
+
+class ExtenderService final : public RequestHandler {
+ public:
+  // readiness may be empty: always ready.
+  ExtenderService(state::Mirror& mirror, const policy::Scorer& scorer, Binder& binder,
+                  ReadinessCheck readiness = {});
+
+  Response handle(const Request& request) override;
+
+  Response filter(std::string_view body);
+  Response prioritize(std::string_view body);
+  Response preempt(std::string_view body);
+  Response bind(std::string_view body);
+  Response healthz() const;
+  Response readyz() const;
+  Response debugSnapshot() const;
+
+ private:
+  state::Mirror& mirror_;
+  const policy::Scorer& scorer_;
+  Binder& binder_;
+  ReadinessCheck readiness_;
+};
+
+}  // namespace gpufair::api

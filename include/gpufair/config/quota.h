@@ -1,0 +1,62 @@
+// Quota configuration: the `queues.yaml` key of quota ConfigMaps, parsed into common/quota.h types.
+//
+//   queues:
+//   - name: team-a                     # a DNS-1123 label, unique, not "default"
+//     namespaces: [team-a, team-a-dev] # each namespace in at most one queue
+//     gpu: {deserved: 20, limit: 30, overQuotaWeight: 1}
+//     reclaimMinRuntime: 10m           # optional Go duration
+//   defaultQueue: {gpu: {deserved: 0, overQuotaWeight: 1}}   # namespaces in no queue
+//
+// GPU amounts are YAML numbers or Kubernetes quantity strings ("2.5", "500m"); limit is optional (no
+// limit); overQuotaWeight is a non-negative number (default 1). Every problem in a document is
+// reported, one per line, as "source:LINE:COL: what is wrong".
+//
+// Errors are values (Result); nothing here throws. Thread-safety: free functions over value types.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpufair/common/quota.h"
+#include "gpufair/common/status.h"
+
+namespace gpufair::config {
+
+// ConfigMaps with this label set to "true", in gpufair's own namespace, hold quotas under kQuotaKey.
+inline constexpr const char* kQuotaConfigLabel = "gpufair.io/quota-config";
+inline constexpr const char* kQuotaKey = "queues.yaml";
+
+// One parsed queues.yaml and where it came from, as merging needs it.
+struct QuotaSource {
+  std::string source;  // named in merge errors: a file name or "ConfigMap gpufair-system/quotas"
+  QuotaConfig config;
+  bool setsDefaultQueue = false;  // the document has a defaultQueue key
+
+  bool operator==(const QuotaSource&) const = default;
+};
+
+// Parses and validates one queues.yaml document. Queues keep their order in the document.
+// `source` prefixes every message ("queues.yaml:4:11: ...").
+Result<QuotaConfig> parseQuotaYaml(std::string_view text, std::string_view source);
+// The same, also telling whether the document sets defaultQueue.
+Result<QuotaSource> parseQuotaSource(std::string_view text, std::string_view source);
+
+// Merges several documents into one config: queues concatenated and sorted by name. A queue name
+// defined twice, a namespace listed in two queues, or defaultQueue set by more than one source is an
+// error naming both sources. All conflicts are reported.
+Result<QuotaConfig> mergeQuotaSources(const std::vector<QuotaSource>& sources);
+// As above for (source, config) pairs; a config "sets" defaultQueue when it differs from the default.
+Result<QuotaConfig> mergeQuotaConfigs(
+    const std::vector<std::pair<std::string, QuotaConfig>>& sources);
+
+// Reads a quota file for `gpufair validate`: a raw queues.yaml, or ConfigMap manifests (one or more
+// documents, or a v1 List) carrying a queues.yaml key, merged. Messages carry the file name and the
+// file's line numbers (inside a literal block `queues.yaml: |` too).
+Result<QuotaConfig> loadQuotaFile(const std::string& path);
+
+// Kubernetes DNS-1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 characters.
+bool isDns1123Label(std::string_view name);
+
+}  // namespace gpufair::config

@@ -1,0 +1,42 @@
+// The filter and prioritize extension points over a snapshot, as the extender webhooks call them.
+// Pure: no I/O, clock or logging.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufair/policy/admission.h"
+#include "gpufair/policy/scorer.h"
+#include "gpufair/policy/snapshot.h"
+
+namespace gpufair::policy {
+
+struct NodeVerdict {
+  std::string_view node;  // views into the caller's candidate names
+  std::string reason;
+};
+
+struct FilterResult {
+  std::vector<std::string_view> feasible;     // in the caller's order
+  std::vector<NodeVerdict> failed;            // Unschedulable on this node
+  std::vector<NodeVerdict> unresolvable;      // UnschedulableAndUnresolvable on this node
+  Admission admission;                        // the queue decision that applied to every node
+};
+
+// Pods that request no GPU pass on every candidate, untouched. Unknown node names fail that node.
+FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
+                    std::span<const std::string_view> candidates);
+
+struct NodeScore {
+  std::string_view node;
+  int score = 0;  // 0..10
+};
+
+// Scores every candidate; a pod that requests no GPU, or a node that does not fit, scores 0.
+std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& pod,
+                                  std::span<const std::string_view> candidates,
+                                  const Scorer& scorer);
+
+}  // namespace gpufair::policy

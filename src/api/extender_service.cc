@@ -1,0 +1,104 @@
+#include "gpufair/api/extender_service.h"
+
+#include <exception>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "gpufair/api/debug_snapshot.h"
+#include "gpufair/api/wire.h"
+
+namespace gpufair::api {
+namespace {
+
+enum class Verb { kFilter, kPrioritize, kPreempt, kBind, kHealthz, kReadyz, kSnapshot };
+
+struct Route {
+  std::string_view path;
+  std::string_view method;
+  Verb verb;
+};
+
+constexpr Route kRoutes[] = {
+    {"/filter", "POST", Verb::kFilter},       {"/prioritize", "POST", Verb::kPrioritize},
+    {"/preempt", "POST", Verb::kPreempt},     {"/bind", "POST", Verb::kBind},
+    {"/healthz", "GET", Verb::kHealthz},      {"/readyz", "GET", Verb::kReadyz},
+    {"/debug/snapshot", "GET", Verb::kSnapshot},
+};
+
+Response jsonResponse(int status, const nlohmann::json& body) {
+  Response response;
+  response.status = status;
+  response.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return response;
+}
+
+}  // namespace
+
+Response errorResponse(int status, std::string_view message) {
+  Response response;
+  response.status = status;
+  encodeErrorResult(message, response.body);
+  return response;
+}
+
+ExtenderService::ExtenderService(state::Mirror& mirror, const policy::Scorer& scorer,
+                                 Binder& binder, ReadinessCheck readiness)
+    : mirror_(mirror), scorer_(scorer), binder_(binder), readiness_(std::move(readiness)) {}
+
+Response ExtenderService::handle(const Request& request) {
+  const std::string_view path = request.target.substr(0, request.target.find('?'));
+  const Route* route = nullptr;
+  for (const auto& candidate : kRoutes) {
+    if (candidate.path == path) route = &candidate;
+  }
+  if (route == nullptr) {
+    spdlog::info("{} {}: no such endpoint", request.method, path);
+    return errorResponse(404, "no such endpoint: " + std::string(path));
+  }
+  if (request.method != route->method) {
+    spdlog::info("{} {}: method not allowed", request.method, path);
+    auto response = errorResponse(405, std::string(path) + " accepts " +
+                                           std::string(route->method) + " only");
+    response.headers.emplace_back("Allow", std::string(route->method));
+    return response;
+  }
+  switch (route->verb) {
+    case Verb::kFilter: return filter(request.body);
+    case Verb::kPrioritize: return prioritize(request.body);
+    case Verb::kPreempt: return preempt(request.body);
+    case Verb::kBind: return bind(request.body);
+    case Verb::kHealthz: return healthz();
+    case Verb::kReadyz: return readyz();
+    case Verb::kSnapshot: return debugSnapshot();
+  }
+  return errorResponse(404, "no such endpoint: " + std::string(path));
+}
+
+Response ExtenderService::healthz() const {
+  Response response;
+  response.body = R"({"status":"ok"})";
+  return response;
+}
+
+Response ExtenderService::readyz() const {
+  Status ready;
+  if (readiness_) {
+    try {
+      ready = readiness_();
+    } catch (const std::exception& e) {
+      ready = Status::error(std::string("readiness check failed: ") + e.what());
+    }
+  }
+  if (ready.isOk()) return jsonResponse(200, {{"status", "ready"}});
+  spdlog::info("readyz: not ready: {}", ready.reason());
+  return jsonResponse(503, {{"status", "not ready"}, {"reason", ready.reason()}});
+}
+
+Response ExtenderService::debugSnapshot() const {
+  Response response;
+  response.body = renderSnapshotJson(*mirror_.snapshot());
+  return response;
+}
+
+}  // namespace gpufair::api

@@ -1,0 +1,48 @@
+// RequestDocument: parses one request body with simdjson's DOM parser. Ordinary bodies reuse this
+// thread's parser and padded buffer (no allocation once warm); bodies over kReusedBodyLimit get their
+// own, released after the request, so one huge request does not pin memory in every io thread.
+// Thread-safety: one instance per request on one thread; not reentrant on a thread (handlers are
+// synchronous, so it never is).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include <simdjson.h>
+
+#include "gpufair/api/wire.h"
+#include "gpufair/common/status.h"
+
+namespace gpufair::api::detail {
+
+class RequestDocument {
+ public:
+  static constexpr std::size_t kReusedBodyLimit = 4u << 20;
+
+  explicit RequestDocument(std::string_view body);
+  RequestDocument(const RequestDocument&) = delete;
+  RequestDocument& operator=(const RequestDocument&) = delete;
+
+  // The root element, or why the body is not JSON.
+  const Status& status() const { return status_; }
+  simdjson::dom::element root() const { return root_; }
+  // A reusable ExtenderArgs for this thread (or this request, when large); views into root().
+  ExtenderArgs& extenderArgs() { return *args_; }
+
+ private:
+  struct Scratch {
+    simdjson::dom::parser parser;
+    std::string buffer;
+    ExtenderArgs args;
+  };
+  static Scratch& threadScratch();
+
+  Scratch own_;  // used for large bodies only; default construction allocates nothing
+  Scratch* scratch_;
+  ExtenderArgs* args_;
+  simdjson::dom::element root_;
+  Status status_;
+};
+
+}  // namespace gpufair::api::detail

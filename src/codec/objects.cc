@@ -1,0 +1,409 @@
+#include "gpufair/codec/objects.h"
+
+#include <cstdio>
+#include <ctime>
+
+#include "gpufair/policy/request.h"
+
+namespace gpufair::codec {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using simdjson::dom::object;
+
+bool equalsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char x = a[i];
+    char y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+// Reads an optional string field; false with an error message when present but not a string.
+bool optString(object obj, std::string_view key, std::string& out, std::string& error,
+               std::string_view where) {
+  element e;
+  if (!field(obj, key, e)) return true;
+  std::string_view s;
+  if (e.get_string().get(s) != simdjson::SUCCESS) {
+    error = std::string(where) + "." + std::string(key) + " must be a string";
+    return false;
+  }
+  out.assign(s);
+  return true;
+}
+
+bool optObject(object obj, std::string_view key, object& out, bool& present, std::string& error,
+               std::string_view where) {
+  element e;
+  present = field(obj, key, e);
+  if (!present) return true;
+  if (e.get_object().get(out) != simdjson::SUCCESS) {
+    error = std::string(where) + "." + std::string(key) + " must be an object";
+    return false;
+  }
+  return true;
+}
+
+bool stringMap(object obj, std::string_view key, policy::Labels& out, std::string& error,
+               std::string_view where) {
+  object m;
+  bool present = false;
+  if (!optObject(obj, key, m, present, error, where)) return false;
+  if (!present) return true;
+  for (auto [k, v] : m) {
+    std::string_view s;
+    if (v.get_string().get(s) != simdjson::SUCCESS) {
+      error = std::string(where) + "." + std::string(key) + "[\"" + std::string(k) +
+              "\"] must be a string";
+      return false;
+    }
+    out.emplace(std::string(k), std::string(s));
+  }
+  return true;
+}
+
+// A quantity as JSON gives it: a string ("500m") or, from YAML conversions, a number.
+Result<Quantity> quantityOf(element e) {
+  std::string_view s;
+  if (e.get_string().get(s) == simdjson::SUCCESS) return Quantity::parse(s);
+  int64_t i = 0;
+  if (e.get_int64().get(i) == simdjson::SUCCESS) return Quantity::parse(std::to_string(i));
+  uint64_t u = 0;
+  if (e.get_uint64().get(u) == simdjson::SUCCESS) return Quantity::parse(std::to_string(u));
+  double d = 0;
+  if (e.get_double().get(d) == simdjson::SUCCESS) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", d);
+    return Quantity::parse(buf);
+  }
+  return Result<Quantity>::failure("quantity must be a string or a number");
+}
+
+// Checks every quantity of a resource list and returns nvidia.com/gpu in milli-GPUs (absent: -1).
+bool resourceList(object list, std::string_view where, MilliGpu& gpus, std::string& error) {
+  gpus = -1;
+  for (auto [name, value] : list) {
+    Result<Quantity> q = quantityOf(value);
+    if (!q) {
+      error = std::string(where) + "[\"" + std::string(name) + "\"]: " + q.error();
+      return false;
+    }
+    if (name == policy::kGpuResource) {
+      if (q->isNegative()) {
+        error = std::string(where) + "[\"nvidia.com/gpu\"]: must not be negative (got " +
+                q->text() + ")";
+        return false;
+      }
+      if (!q->isInteger()) {
+        error = std::string(where) + "[\"nvidia.com/gpu\"]: must be a whole number of GPUs (got " +
+                q->text() + ")";
+        return false;
+      }
+      gpus = q->milliValue();
+    }
+  }
+  return true;
+}
+
+bool containers(object spec, std::string_view key, bool init, std::vector<policy::ContainerGpus>& out,
+                std::string& error) {
+  element e;
+  if (!field(spec, key, e)) return true;
+  simdjson::dom::array arr;
+  if (e.get_array().get(arr) != simdjson::SUCCESS) {
+    error = "spec." + std::string(key) + " must be an array";
+    return false;
+  }
+  std::size_t index = 0;
+  for (element c : arr) {
+    object co;
+    std::string where = "spec." + std::string(key) + "[" + std::to_string(index++) + "]";
+    if (c.get_object().get(co) != simdjson::SUCCESS) {
+      error = where + " must be an object";
+      return false;
+    }
+    std::string name;
+    if (!optString(co, "name", name, error, where)) return false;
+    if (!name.empty()) where = std::string(init ? "init container " : "container ") + name;
+    policy::ContainerGpus gpus;
+    object resources;
+    bool present = false;
+    if (!optObject(co, "resources", resources, present, error, where)) return false;
+    if (present) {
+      MilliGpu req = -1;
+      MilliGpu lim = -1;
+      object list;
+      bool has = false;
+      if (!optObject(resources, "requests", list, has, error, where + ".resources")) return false;
+      if (has && !resourceList(list, where + ".resources.requests", req, error)) return false;
+      if (!optObject(resources, "limits", list, has, error, where + ".resources")) return false;
+      if (has && !resourceList(list, where + ".resources.limits", lim, error)) return false;
+      // The API server defaults a missing request to the limit.
+      gpus.request = req >= 0 ? req : (lim >= 0 ? lim : 0);
+    }
+    if (init) {
+      std::string policyName;
+      if (!optString(co, "restartPolicy", policyName, error, where)) return false;
+      gpus.restartable = policyName == "Always";
+    }
+    out.push_back(gpus);
+  }
+  return true;
+}
+
+template <typename T>
+Result<T> fail(std::string what, const std::string& error) {
+  return Result<T>::failure(what + ": " + error);
+}
+
+bool timestamp(object obj, std::string_view key, std::optional<Timestamp>& out, std::string& error,
+               std::string_view where) {
+  std::string text;
+  if (!optString(obj, key, text, error, where)) return false;
+  if (text.empty()) return true;
+  Result<Timestamp> t = parseTimestamp(text);
+  if (!t) {
+    error = std::string(where) + "." + std::string(key) + ": " + t.error();
+    return false;
+  }
+  out = *t;
+  return true;
+}
+
+template <typename T, typename F>
+Result<T> parseThen(std::string_view json, const char* kind, F decode) {
+  thread_local simdjson::dom::parser parser;
+  simdjson::padded_string padded(json);
+  element root;
+  if (auto err = parser.parse(padded).get(root); err != simdjson::SUCCESS) {
+    return Result<T>::failure(std::string(kind) + " is not valid JSON: " +
+                              simdjson::error_message(err));
+  }
+  return decode(root);
+}
+
+}  // namespace
+
+bool field(object obj, std::string_view key, element& out) {
+  for (auto [k, v] : obj) {
+    if (equalsIgnoreCase(k, key)) {
+      if (v.type() == element_type::NULL_VALUE) return false;
+      out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+Result<policy::Pod> decodePod(element root) {
+  using R = Result<policy::Pod>;
+  object pod;
+  if (root.get_object().get(pod) != simdjson::SUCCESS) return R::failure("Pod must be a JSON object");
+  policy::Pod out;
+  std::string error;
+  object meta;
+  bool present = false;
+  if (!optObject(pod, "metadata", meta, present, error, "pod")) return R::failure(error);
+  if (!present) return R::failure("pod has no metadata");
+  std::optional<Timestamp> deleted;
+  if (!optString(meta, "name", out.name, error, "metadata") ||
+      !optString(meta, "namespace", out.ns, error, "metadata") ||
+      !optString(meta, "uid", out.uid, error, "metadata") ||
+      !stringMap(meta, "labels", out.labels, error, "metadata") ||
+      !stringMap(meta, "annotations", out.annotations, error, "metadata") ||
+      !timestamp(meta, "creationTimestamp", out.created, error, "metadata") ||
+      !timestamp(meta, "deletionTimestamp", deleted, error, "metadata")) {
+    return fail<policy::Pod>("pod " + out.ns + "/" + out.name, error);
+  }
+  if (out.name.empty()) return R::failure("pod has no metadata.name");
+  if (out.ns.empty()) out.ns = "default";
+  out.terminating = deleted.has_value();
+  const std::string what = "pod " + out.key();
+  if (auto it = out.labels.find(policy::kOverQuotaLabel); it != out.labels.end()) {
+    out.overQuota = it->second == "true";
+  }
+
+  object spec;
+  if (!optObject(pod, "spec", spec, present, error, "pod")) return fail<policy::Pod>(what, error);
+  if (present) {
+    std::vector<policy::ContainerGpus> regular;
+    std::vector<policy::ContainerGpus> init;
+    MilliGpu overhead = 0;
+    object overheadList;
+    bool hasOverhead = false;
+    if (!optString(spec, "nodeName", out.nodeName, error, "spec") ||
+        !optString(spec, "schedulerName", out.schedulerName, error, "spec") ||
+        !containers(spec, "containers", false, regular, error) ||
+        !containers(spec, "initContainers", true, init, error) ||
+        !optObject(spec, "overhead", overheadList, hasOverhead, error, "spec")) {
+      return fail<policy::Pod>(what, error);
+    }
+    if (hasOverhead && !resourceList(overheadList, "spec.overhead", overhead, error)) {
+      return fail<policy::Pod>(what, error);
+    }
+    out.gpus = policy::effectiveRequest(regular, init, std::max<MilliGpu>(overhead, 0));
+  }
+
+  object status;
+  if (!optObject(pod, "status", status, present, error, "pod")) return fail<policy::Pod>(what, error);
+  if (present) {
+    std::string phase;
+    if (!optString(status, "phase", phase, error, "status") ||
+        !timestamp(status, "startTime", out.started, error, "status")) {
+      return fail<policy::Pod>(what, error);
+    }
+    out.phase = policy::parsePhase(phase);
+  }
+  return out;
+}
+
+Result<policy::Pod> decodePodJson(std::string_view json) {
+  return parseThen<policy::Pod>(json, "Pod", [](element e) { return decodePod(e); });
+}
+
+Result<policy::Node> decodeNode(element root) {
+  using R = Result<policy::Node>;
+  object node;
+  if (root.get_object().get(node) != simdjson::SUCCESS) return R::failure("Node must be a JSON object");
+  policy::Node out;
+  std::string error;
+  object meta;
+  bool present = false;
+  if (!optObject(node, "metadata", meta, present, error, "node")) return R::failure(error);
+  if (!present) return R::failure("node has no metadata");
+  std::optional<Timestamp> deleted;
+  if (!optString(meta, "name", out.name, error, "metadata") ||
+      !stringMap(meta, "labels", out.labels, error, "metadata") ||
+      !timestamp(meta, "deletionTimestamp", deleted, error, "metadata")) {
+    return fail<policy::Node>("node " + out.name, error);
+  }
+  if (out.name.empty()) return R::failure("node has no metadata.name");
+  out.deleting = deleted.has_value();
+  const std::string what = "node " + out.name;
+  object spec;
+  if (!optObject(node, "spec", spec, present, error, "node")) return fail<policy::Node>(what, error);
+  if (present) {
+    element e;
+    if (field(spec, "unschedulable", e)) {
+      bool b = false;
+      if (e.get_bool().get(b) != simdjson::SUCCESS) {
+        return fail<policy::Node>(what, "spec.unschedulable must be true or false");
+      }
+      out.unschedulable = b;
+    }
+  }
+  object status;
+  if (!optObject(node, "status", status, present, error, "node")) return fail<policy::Node>(what, error);
+  if (present) {
+    object allocatable;
+    bool has = false;
+    if (!optObject(status, "allocatable", allocatable, has, error, "status")) {
+      return fail<policy::Node>(what, error);
+    }
+    MilliGpu gpus = -1;
+    if (has && !resourceList(allocatable, "status.allocatable", gpus, error)) {
+      return fail<policy::Node>(what, error);
+    }
+    out.allocatable = std::max<MilliGpu>(gpus, 0);
+  }
+  return out;
+}
+
+Result<policy::Node> decodeNodeJson(std::string_view json) {
+  return parseThen<policy::Node>(json, "Node", [](element e) { return decodeNode(e); });
+}
+
+Result<ConfigMap> decodeConfigMap(element root) {
+  using R = Result<ConfigMap>;
+  object cm;
+  if (root.get_object().get(cm) != simdjson::SUCCESS) return R::failure("ConfigMap must be a JSON object");
+  ConfigMap out;
+  std::string error;
+  object meta;
+  bool present = false;
+  if (!optObject(cm, "metadata", meta, present, error, "configmap")) return R::failure(error);
+  if (!present) return R::failure("configmap has no metadata");
+  policy::Labels data;
+  if (!optString(meta, "name", out.name, error, "metadata") ||
+      !optString(meta, "namespace", out.ns, error, "metadata") ||
+      !optString(meta, "uid", out.uid, error, "metadata") ||
+      !optString(meta, "resourceVersion", out.resourceVersion, error, "metadata") ||
+      !stringMap(meta, "labels", out.labels, error, "metadata") ||
+      !stringMap(cm, "data", data, error, "configmap")) {
+    return R::failure("configmap " + out.ns + "/" + out.name + ": " + error);
+  }
+  if (out.name.empty()) return R::failure("configmap has no metadata.name");
+  if (out.ns.empty()) out.ns = "default";
+  out.data.insert(data.begin(), data.end());
+  return out;
+}
+
+Result<ConfigMap> decodeConfigMapJson(std::string_view json) {
+  return parseThen<ConfigMap>(json, "ConfigMap", [](element e) { return decodeConfigMap(e); });
+}
+
+Result<Timestamp> parseTimestamp(std::string_view text) {
+  using R = Result<Timestamp>;
+  // YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)
+  auto digits = [&](std::size_t pos, std::size_t n, int& out) {
+    if (pos + n > text.size()) return false;
+    out = 0;
+    for (std::size_t i = pos; i < pos + n; ++i) {
+      if (text[i] < '0' || text[i] > '9') return false;
+      out = out * 10 + (text[i] - '0');
+    }
+    return true;
+  };
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  const std::string bad = "timestamp \"" + std::string(text) + "\" is not RFC 3339";
+  if (text.size() < 20 || !digits(0, 4, year) || text[4] != '-' || !digits(5, 2, month) ||
+      text[7] != '-' || !digits(8, 2, day) || (text[10] != 'T' && text[10] != 't') ||
+      !digits(11, 2, hour) || text[13] != ':' || !digits(14, 2, minute) || text[16] != ':' ||
+      !digits(17, 2, second)) {
+    return R::failure(bad);
+  }
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+    return R::failure(bad);
+  }
+  std::size_t pos = 19;
+  long nanos = 0;
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    long scale = 100000000;
+    std::size_t start = pos;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      nanos += (text[pos] - '0') * scale;
+      scale /= 10;
+      ++pos;
+    }
+    if (pos == start) return R::failure(bad);
+  }
+  int offset = 0;
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z') && pos + 1 == text.size()) {
+    offset = 0;
+  } else if (pos + 6 == text.size() && (text[pos] == '+' || text[pos] == '-') && text[pos + 3] == ':') {
+    int oh = 0, om = 0;
+    if (!digits(pos + 1, 2, oh) || !digits(pos + 4, 2, om)) return R::failure(bad);
+    offset = (oh * 60 + om) * 60 * (text[pos] == '-' ? -1 : 1);
+  } else {
+    return R::failure(bad);
+  }
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  const std::time_t t = timegm(&tm);
+  return Timestamp{std::chrono::seconds{t - offset}} +
+         std::chrono::duration_cast<Timestamp::duration>(std::chrono::nanoseconds{nanos});
+}
+
+}  // namespace gpufair::codec

@@ -1,0 +1,307 @@
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpufair/common/quantity.h"
+#include "gpufair/config/duration.h"
+#include "gpufair/config/quota.h"
+#include "quota_document.h"
+#include "yaml_support.h"
+
+namespace gpufair::config {
+namespace detail {
+namespace {
+
+const std::vector<std::string_view> kTopKeys = {"queues", "defaultQueue"};
+const std::vector<std::string_view> kQueueKeys = {"name", "namespaces", "gpu", "reclaimMinRuntime"};
+const std::vector<std::string_view> kDefaultQueueKeys = {"gpu", "reclaimMinRuntime"};
+const std::vector<std::string_view> kGpuKeys = {"deserved", "limit", "overQuotaWeight"};
+
+std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+bool present(const YAML::Node& node) { return node.IsDefined() && !node.IsNull(); }
+
+class QuotaParser {
+ public:
+  QuotaParser(const Locator& where, ErrorList& errors) : where_(where), errors_(errors) {}
+
+  QuotaSource parse(const YAML::Node& root) {
+    QuotaSource out;
+    out.source = where_.source;
+    if (!root.IsMap()) {
+      error(root.Mark(), std::string("expected a map with keys ") + joinWords(kTopKeys) +
+                             ", found " + describe(root));
+      return out;
+    }
+    checkKeys(root, "the top level", kTopKeys);
+    if (YAML::Node queues = child(root, "queues"); present(queues)) {
+      if (!queues.IsSequence()) {
+        error(queues.Mark(), std::string("queues must be a list of queues, found ") +
+                                 describe(queues));
+      } else {
+        std::size_t index = 0;
+        for (const auto& queue : queues) parseQueue(queue, index++, out.config.queues);
+      }
+    }
+    if (YAML::Node def = child(root, "defaultQueue"); def.IsDefined()) {
+      out.setsDefaultQueue = true;
+      parseDefaultQueue(def, out.config.defaultQueue);
+    }
+    return out;
+  }
+
+ private:
+  void error(const YAML::Mark& mark, std::string_view what) { errors_.add(where_, mark, what); }
+
+  // Reports unknown and repeated keys of a map.
+  void checkKeys(const YAML::Node& map, std::string_view owner,
+                 const std::vector<std::string_view>& allowed) {
+    std::map<std::string, int, std::less<>> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
+      const YAML::Mark mark = it->first.Mark();
+      if (auto [at, fresh] = seen.emplace(key, where_.fileLine(mark)); !fresh) {
+        error(mark, "duplicate key " + quoted(key) + " in " + std::string(owner) +
+                        " (first at line " + std::to_string(at->second) + ")");
+        continue;
+      }
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      std::string what = "unknown key " + quoted(key) + " in " + std::string(owner);
+      if (auto guess = closestWord(key, allowed); !guess.empty()) {
+        what += " (did you mean " + quoted(guess) + "?)";
+      }
+      error(mark, what + "; allowed keys: " + joinWords(allowed));
+    }
+  }
+
+  void parseQueue(const YAML::Node& node, std::size_t index, std::vector<QueueQuota>& queues) {
+    std::string owner = "queues[" + std::to_string(index) + "]";
+    if (!node.IsMap()) {
+      error(node.Mark(), owner + " must be a map with keys " + joinWords(kQueueKeys) + ", found " +
+                             describe(node));
+      return;
+    }
+    QueueQuota queue;
+    YAML::Node name = child(node, "name");
+    if (!present(name)) {
+      error(node.Mark(), owner + " has no name");
+    } else if (!name.IsScalar()) {
+      error(name.Mark(), owner + ": name must be a string, found " + describe(name));
+    } else {
+      queue.name = name.Scalar();
+      if (queue.name.empty()) {
+        error(name.Mark(), owner + ": name is empty");
+      } else if (queue.name == kDefaultQueueName) {
+        error(name.Mark(), "queue name \"default\" is reserved for the default queue "
+                           "(configure it under defaultQueue)");
+      } else if (!isDns1123Label(queue.name)) {
+        error(name.Mark(), "queue name " + quoted(queue.name) +
+                               " is not a valid DNS-1123 label (lower-case letters, digits and "
+                               "'-', starting and ending with a letter or digit, at most 63 "
+                               "characters)");
+      } else if (auto [at, fresh] = queueLines_.emplace(queue.name, where_.fileLine(name.Mark()));
+                 !fresh) {
+        error(name.Mark(), "duplicate queue " + quoted(queue.name) + " (first defined at line " +
+                               std::to_string(at->second) + ")");
+      }
+      if (!queue.name.empty()) owner = "queue " + quoted(queue.name);
+    }
+    checkKeys(node, owner, kQueueKeys);
+    parseNamespaces(child(node, "namespaces"), owner, queue);
+    parseGpu(child(node, "gpu"), owner, queue.gpu);
+    parseMinRuntime(child(node, "reclaimMinRuntime"), owner, queue);
+    queues.push_back(std::move(queue));
+  }
+
+  void parseDefaultQueue(const YAML::Node& node, QueueQuota& queue) {
+    if (node.IsNull()) return;
+    if (!node.IsMap()) {
+      error(node.Mark(), std::string("defaultQueue must be a map with keys ") +
+                             joinWords(kDefaultQueueKeys) + ", found " + describe(node));
+      return;
+    }
+    checkKeys(node, "defaultQueue", kDefaultQueueKeys);
+    parseGpu(child(node, "gpu"), "defaultQueue", queue.gpu);
+    parseMinRuntime(child(node, "reclaimMinRuntime"), "defaultQueue", queue);
+  }
+
+  void parseNamespaces(const YAML::Node& node, const std::string& owner, QueueQuota& queue) {
+    if (!present(node)) return;
+    if (!node.IsSequence()) {
+      error(node.Mark(), owner + ": namespaces must be a list of namespace names, found " +
+                             describe(node));
+      return;
+    }
+    for (const auto& item : node) {
+      if (!item.IsScalar() || item.Scalar().empty()) {
+        error(item.Mark(), owner + ": namespaces must be namespace names, found " +
+                               (item.IsScalar() ? std::string("an empty string") : describe(item)));
+        continue;
+      }
+      const std::string& ns = item.Scalar();
+      if (!isDns1123Label(ns)) {
+        error(item.Mark(), owner + ": " + quoted(ns) +
+                               " is not a valid namespace name (a DNS-1123 label)");
+        continue;
+      }
+      auto [at, fresh] = namespaceOwners_.emplace(ns, Owner{owner, where_.fileLine(item.Mark())});
+      if (!fresh) {
+        error(item.Mark(), "namespace " + quoted(ns) + " is listed in " + owner + " and already in " +
+                               at->second.queue + " (line " + std::to_string(at->second.line) +
+                               "); a namespace belongs to one queue");
+        continue;
+      }
+      queue.namespaces.push_back(ns);
+    }
+  }
+
+  void parseGpu(const YAML::Node& node, const std::string& owner, GpuQuota& gpu) {
+    if (!present(node)) return;
+    if (!node.IsMap()) {
+      error(node.Mark(), owner + ": gpu must be a map with keys " + joinWords(kGpuKeys) +
+                             ", found " + describe(node));
+      return;
+    }
+    checkKeys(node, owner + " gpu", kGpuKeys);
+    YAML::Node deserved = child(node, "deserved");
+    YAML::Node limit = child(node, "limit");
+    auto deservedValue = gpuAmount(deserved, owner, "gpu.deserved");
+    auto limitValue = gpuAmount(limit, owner, "gpu.limit");
+    if (deservedValue) gpu.deserved = *deservedValue;
+    gpu.limit = limitValue;
+    if (deservedValue && limitValue && *limitValue < *deservedValue) {
+      error(limit.Mark(), owner + ": gpu.limit " + formatGpus(*limitValue) +
+                              " is below gpu.deserved " + formatGpus(*deservedValue));
+    }
+    if (YAML::Node weight = child(node, "overQuotaWeight"); present(weight)) {
+      if (auto value = nonNegativeNumber(weight, owner, "gpu.overQuotaWeight")) {
+        gpu.overQuotaWeight = *value;
+      }
+    }
+  }
+
+  // A GPU amount: a YAML number or a Kubernetes quantity string, not negative. Null is absent.
+  std::optional<MilliGpu> gpuAmount(const YAML::Node& node, const std::string& owner,
+                                    std::string_view field) {
+    if (!present(node)) return std::nullopt;
+    const std::string prefix = owner + ": " + std::string(field);
+    if (!node.IsScalar()) {
+      error(node.Mark(), prefix + " must be a number of GPUs, found " + describe(node));
+      return std::nullopt;
+    }
+    auto quantity = Quantity::parse(node.Scalar());
+    if (!quantity.ok()) {
+      error(node.Mark(), prefix + " " + quoted(node.Scalar()) + " is not a number of GPUs (" +
+                             quantity.error() + ")");
+      return std::nullopt;
+    }
+    if (quantity->isNegative()) {
+      error(node.Mark(), prefix + " must not be negative, found " + node.Scalar());
+      return std::nullopt;
+    }
+    return quantity->milliValue();
+  }
+
+  std::optional<double> nonNegativeNumber(const YAML::Node& node, const std::string& owner,
+                                          std::string_view field) {
+    const std::string prefix = owner + ": " + std::string(field);
+    if (!node.IsScalar()) {
+      error(node.Mark(), prefix + " must be a number, found " + describe(node));
+      return std::nullopt;
+    }
+    const std::string& text = node.Scalar();
+    double value = 0;
+    const char* begin = text.data();
+    const char* end = text.data() + text.size();
+    if (!text.empty() && *begin == '+') ++begin;
+    auto [ptr, ec] = std::from_chars(begin, end, value);
+    if (ec != std::errc() || ptr != end || begin == end || !std::isfinite(value)) {
+      error(node.Mark(), prefix + " " + quoted(text) + " is not a number");
+      return std::nullopt;
+    }
+    if (value < 0) {
+      error(node.Mark(), prefix + " must not be negative, found " + text);
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  void parseMinRuntime(const YAML::Node& node, const std::string& owner, QueueQuota& queue) {
+    if (!present(node)) return;
+    if (!node.IsScalar()) {
+      error(node.Mark(), owner + ": reclaimMinRuntime must be a duration such as 10m, found " +
+                             describe(node));
+      return;
+    }
+    auto value = parseGoDurationSeconds(node.Scalar());
+    if (!value.ok()) {
+      error(node.Mark(), owner + ": reclaimMinRuntime: " + value.error());
+      return;
+    }
+    queue.reclaimMinRuntime = *value;
+  }
+
+  struct Owner {
+    std::string queue;
+    int line = 0;
+  };
+
+  const Locator& where_;
+  ErrorList& errors_;
+  std::map<std::string, int, std::less<>> queueLines_;
+  std::map<std::string, Owner, std::less<>> namespaceOwners_;
+};
+
+}  // namespace
+
+QuotaSource parseQuotaNode(const YAML::Node& root, const Locator& where, ErrorList& errors) {
+  return QuotaParser(where, errors).parse(root);
+}
+
+Result<QuotaSource> parseQuotaText(std::string_view text, const Locator& where) {
+  auto docs = loadDocuments(text, where);
+  if (!docs.ok()) return Result<QuotaSource>::failure(docs.error());
+  std::vector<YAML::Node> nonEmpty;
+  for (const auto& doc : *docs) {
+    if (doc.IsDefined() && !doc.IsNull()) nonEmpty.push_back(doc);
+  }
+  if (nonEmpty.empty()) {
+    return Result<QuotaSource>::failure(where.source + ": empty document: expected a map with keys " +
+                                        joinWords(kTopKeys));
+  }
+  ErrorList errors;
+  if (nonEmpty.size() > 1) {
+    errors.add(where, nonEmpty[1].Mark(),
+               "queues.yaml holds one document; found a second one (merge them into one)");
+  }
+  QuotaSource parsed = parseQuotaNode(nonEmpty.front(), where, errors);
+  if (!errors.empty()) return Result<QuotaSource>::failure(errors.joined());
+  return parsed;
+}
+
+}  // namespace detail
+
+bool isDns1123Label(std::string_view name) {
+  if (name.empty() || name.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  for (char c : name) {
+    if (!alnum(c) && c != '-') return false;
+  }
+  return alnum(name.front()) && alnum(name.back());
+}
+
+Result<QuotaSource> parseQuotaSource(std::string_view text, std::string_view source) {
+  return detail::parseQuotaText(text, detail::Locator{std::string(source), 0, 0});
+}
+
+Result<QuotaConfig> parseQuotaYaml(std::string_view text, std::string_view source) {
+  auto parsed = parseQuotaSource(text, source);
+  if (!parsed.ok()) return Result<QuotaConfig>::failure(parsed.error());
+  return std::move(parsed).value().config;
+}
+
+}  // namespace gpufair::config

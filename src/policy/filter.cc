@@ -1,0 +1,73 @@
+#include "gpufair/policy/filter.h"
+
+namespace gpufair::policy {
+namespace {
+
+void reject(FilterResult& r, std::string_view node, const Status& status) {
+  if (status.code() == Code::kUnschedulableAndUnresolvable) {
+    r.unresolvable.push_back({node, status.reason()});
+  } else {
+    r.failed.push_back({node, status.reason()});
+  }
+}
+
+}  // namespace
+
+FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
+                    std::span<const std::string_view> candidates) {
+  FilterResult r;
+  if (pod.gpus == 0) {
+    r.feasible.assign(candidates.begin(), candidates.end());
+    r.admission.queue = pod.queue;
+    return r;
+  }
+  r.admission = admit(snapshot, pod);
+  if (!r.admission.status.isOk()) {
+    for (std::string_view name : candidates) reject(r, name, r.admission.status);
+    return r;
+  }
+  r.feasible.reserve(candidates.size());
+  for (std::string_view name : candidates) {
+    const NodeState* node = snapshot.findNode(name);
+    if (node == nullptr) {
+      r.failed.push_back({name, "node " + std::string(name) + " is not in gpufair's cluster view yet"});
+      continue;
+    }
+    Status fit = fitsNode(*node, pod);
+    if (fit.isOk()) {
+      r.feasible.push_back(name);
+    } else {
+      reject(r, name, fit);
+    }
+  }
+  return r;
+}
+
+std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& pod,
+                                  std::span<const std::string_view> candidates,
+                                  const Scorer& scorer) {
+  std::vector<NodeScore> scores;
+  scores.reserve(candidates.size());
+  for (std::string_view name : candidates) scores.push_back({name, 0});
+  if (pod.gpus == 0) return scores;
+
+  std::vector<const NodeState*> fitting;
+  std::vector<std::size_t> where;
+  fitting.reserve(candidates.size());
+  where.reserve(candidates.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const NodeState* node = snapshot.findNode(candidates[i]);
+    if (node != nullptr && fitsNode(*node, pod).isOk()) {
+      fitting.push_back(node);
+      where.push_back(i);
+    }
+  }
+  if (fitting.empty()) return scores;
+  std::vector<double> raw(fitting.size());
+  scorer.score(snapshot, pod, fitting, raw);
+  const std::vector<int> normalized = normalizeScores(raw);
+  for (std::size_t j = 0; j < where.size(); ++j) scores[where[j]].score = normalized[j];
+  return scores;
+}
+
+}  // namespace gpufair::policy

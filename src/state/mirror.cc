@@ -1,0 +1,278 @@
+#include "gpufair/state/mirror.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace gpufair::state {
+namespace {
+
+std::string keyOf(const policy::Pod& pod) {
+  return pod.uid.empty() ? pod.ns + "/" + pod.name : pod.uid;
+}
+
+bool isPendingDemand(const policy::Pod& pod) {
+  return pod.nodeName.empty() && pod.gpus > 0 && !pod.isFinished() && !pod.terminating;
+}
+
+}  // namespace
+
+Mirror::Mirror(ClockPtr clock, MirrorOptions options)
+    : clock_(std::move(clock)), options_(options) {}
+
+void Mirror::upsertNode(policy::Node node) {
+  std::lock_guard lock(mu_);
+  dirty_.insert(node.name);
+  std::string name = node.name;
+  nodes_.insert_or_assign(std::move(name), std::move(node));
+}
+
+void Mirror::deleteNode(std::string_view name) {
+  std::lock_guard lock(mu_);
+  std::string key(name);
+  if (nodes_.erase(key) > 0) dirty_.insert(std::move(key));
+}
+
+void Mirror::markLocked(const policy::Pod& pod) {
+  if (!pod.nodeName.empty()) {
+    dirty_.insert(pod.nodeName);
+  } else {
+    pendingDirty_ = true;
+  }
+}
+
+void Mirror::storeLocked(policy::PodPtr pod, Timestamp seen, bool fromApi) {
+  const std::string key = keyOf(*pod);
+  auto it = pods_.find(key);
+  if (it != pods_.end()) {
+    const policy::Pod& old = *it->second.pod;
+    markLocked(old);
+    if (!old.nodeName.empty() && old.nodeName != pod->nodeName) {
+      auto on = podsOnNode_.find(old.nodeName);
+      if (on != podsOnNode_.end()) {
+        on->second.erase(key);
+        if (on->second.empty()) podsOnNode_.erase(on);
+      }
+    }
+  }
+  markLocked(*pod);
+  if (!pod->nodeName.empty()) podsOnNode_[pod->nodeName].insert(key);
+  Entry& e = pods_[key];
+  e.pod = std::move(pod);
+  e.seen = seen;
+  e.fromApi = e.fromApi || fromApi;
+}
+
+void Mirror::removeLocked(const std::string& uid) {
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return;
+  const policy::Pod& old = *it->second.pod;
+  markLocked(old);
+  if (!old.nodeName.empty()) {
+    auto on = podsOnNode_.find(old.nodeName);
+    if (on != podsOnNode_.end()) {
+      on->second.erase(uid);
+      if (on->second.empty()) podsOnNode_.erase(on);
+    }
+  }
+  pods_.erase(it);
+}
+
+void Mirror::upsertPod(policy::Pod pod) {
+  std::lock_guard lock(mu_);
+  if (pod.uid.empty()) pod.uid = keyOf(pod);
+  pod.queue = policy::resolveQueue(quota_, pod.ns, pod.labels);
+  pod.assumed = false;
+  if (auto it = pods_.find(pod.uid); it != pods_.end()) {
+    const policy::Pod& old = *it->second.pod;
+    if (old.assumed) {
+      if (pod.nodeName.empty() && !pod.isFinished()) {
+        // The API server has not caught up with our binding yet: keep holding the GPUs.
+        pod.nodeName = old.nodeName;
+        pod.assumed = true;
+      }
+      // Our admission decision stands until the label written at bind shows up.
+      if (pod.nodeName == old.nodeName) pod.overQuota = pod.overQuota || old.overQuota;
+    }
+  }
+  const Timestamp now = clock_->now();
+  storeLocked(std::make_shared<const policy::Pod>(std::move(pod)), now, true);
+}
+
+void Mirror::deletePod(std::string_view uid) {
+  std::lock_guard lock(mu_);
+  removeLocked(std::string(uid));
+}
+
+void Mirror::setQuotaConfig(QuotaConfig config) {
+  std::lock_guard lock(mu_);
+  quota_ = std::move(config);
+  for (auto& [uid, entry] : pods_) {
+    std::string queue = policy::resolveQueue(quota_, entry.pod->ns, entry.pod->labels);
+    if (queue != entry.pod->queue) {
+      auto copy = std::make_shared<policy::Pod>(*entry.pod);
+      copy->queue = std::move(queue);
+      entry.pod = std::move(copy);
+    }
+  }
+  allDirty_ = true;
+  pendingDirty_ = true;
+}
+
+QuotaConfig Mirror::quotaConfig() const {
+  std::lock_guard lock(mu_);
+  return quota_;
+}
+
+void Mirror::notePending(policy::Pod pod) {
+  std::lock_guard lock(mu_);
+  if (pod.uid.empty()) pod.uid = keyOf(pod);
+  const Timestamp now = clock_->now();
+  if (auto it = pods_.find(pod.uid); it != pods_.end()) {
+    if (!it->second.pod->nodeName.empty() || it->second.fromApi) {
+      if (it->second.pod->nodeName.empty()) it->second.seen = now;
+      return;  // bound, assumed, or known from the API server, which is the better source
+    }
+  }
+  pod.queue = policy::resolveQueue(quota_, pod.ns, pod.labels);
+  pod.nodeName.clear();
+  pod.assumed = false;
+  storeLocked(std::make_shared<const policy::Pod>(std::move(pod)), now, false);
+}
+
+policy::PodPtr Mirror::findPod(std::string_view uid) const {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(std::string(uid));
+  return it == pods_.end() ? nullptr : it->second.pod;
+}
+
+Result<AssumeOutcome> Mirror::assume(std::string_view uid, std::string_view node) {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(std::string(uid));
+  if (it == pods_.end()) {
+    return Result<AssumeOutcome>::failure("pod with uid " + std::string(uid) +
+                                          " was never offered to gpufair");
+  }
+  const policy::Pod& pod = *it->second.pod;
+  if (!pod.nodeName.empty()) {
+    if (pod.nodeName == node) return AssumeOutcome{pod.nodeName, pod.overQuota, pod.queue};
+    return Result<AssumeOutcome>::failure("pod " + pod.key() + " is already bound to node " +
+                                          pod.nodeName);
+  }
+  if (pod.isFinished()) {
+    return Result<AssumeOutcome>::failure("pod " + pod.key() + " has already finished");
+  }
+  const policy::SnapshotPtr snap = rebuildLocked();
+  const policy::NodeState* target = snap->findNode(node);
+  if (target == nullptr) {
+    return Result<AssumeOutcome>::failure("node " + std::string(node) + " is not known to gpufair");
+  }
+  if (Status fit = policy::fitsNode(*target, pod); !fit.isOk()) {
+    return Result<AssumeOutcome>::failure("pod " + pod.key() + " no longer fits: " + fit.reason());
+  }
+  const policy::Admission admission = policy::admit(*snap, pod);
+  if (!admission.status.isOk()) {
+    return Result<AssumeOutcome>::failure("pod " + pod.key() + " is not admitted: " +
+                                          admission.status.reason());
+  }
+  auto placed = std::make_shared<policy::Pod>(pod);
+  placed->nodeName = std::string(node);
+  placed->assumed = true;
+  placed->overQuota = admission.overQuota;
+  if (admission.overQuota) placed->labels[policy::kOverQuotaLabel] = "true";
+  const bool fromApi = it->second.fromApi;
+  storeLocked(std::move(placed), clock_->now(), fromApi);
+  return AssumeOutcome{std::string(node), admission.overQuota, admission.queue};
+}
+
+void Mirror::confirm(std::string_view uid) {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(std::string(uid));
+  if (it == pods_.end() || !it->second.pod->assumed) return;
+  auto bound = std::make_shared<policy::Pod>(*it->second.pod);
+  bound->assumed = false;
+  storeLocked(std::move(bound), it->second.seen, true);
+}
+
+void Mirror::forget(std::string_view uid) {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(std::string(uid));
+  if (it == pods_.end() || !it->second.pod->assumed) return;
+  auto pending = std::make_shared<policy::Pod>(*it->second.pod);
+  pending->nodeName.clear();
+  pending->assumed = false;
+  pending->overQuota = false;
+  pending->labels.erase(policy::kOverQuotaLabel);
+  storeLocked(std::move(pending), clock_->now(), it->second.fromApi);
+}
+
+std::size_t Mirror::expire() {
+  std::lock_guard lock(mu_);
+  const Timestamp now = clock_->now();
+  std::vector<std::string> forgotten;
+  std::vector<std::string> dropped;
+  for (const auto& [uid, entry] : pods_) {
+    if (entry.pod->assumed && now - entry.seen > options_.assumeTtl) forgotten.push_back(uid);
+    if (!entry.fromApi && entry.pod->nodeName.empty() && now - entry.seen > options_.pendingTtl) {
+      dropped.push_back(uid);
+    }
+  }
+  for (const auto& uid : forgotten) {
+    auto pending = std::make_shared<policy::Pod>(*pods_[uid].pod);
+    pending->nodeName.clear();
+    pending->assumed = false;
+    pending->overQuota = false;
+    pending->labels.erase(policy::kOverQuotaLabel);
+    storeLocked(std::move(pending), now, pods_[uid].fromApi);
+  }
+  for (const auto& uid : dropped) removeLocked(uid);
+  return forgotten.size() + dropped.size();
+}
+
+policy::SnapshotPtr Mirror::snapshot() const {
+  std::lock_guard lock(mu_);
+  return rebuildLocked();
+}
+
+policy::SnapshotPtr Mirror::rebuildLocked() const {
+  if (current_ && !allDirty_ && !pendingDirty_ && dirty_.empty()) return current_;
+  ++generation_;
+  auto build = [&](const std::string& name) {
+    auto node = nodes_.find(name);
+    if (node == nodes_.end()) {
+      built_.erase(name);
+      return;
+    }
+    std::vector<policy::PodPtr> pods;
+    if (auto on = podsOnNode_.find(name); on != podsOnNode_.end()) {
+      pods.reserve(on->second.size());
+      for (const auto& uid : on->second) pods.push_back(pods_.at(uid).pod);
+    }
+    built_[name] = std::make_shared<const policy::NodeState>(node->second, std::move(pods),
+                                                             generation_);
+  };
+  if (allDirty_) {
+    built_.clear();
+    for (const auto& [name, node] : nodes_) build(name);
+  } else {
+    for (const auto& name : dirty_) build(name);
+  }
+  if (pendingDirty_ || allDirty_) {
+    builtPending_.clear();
+    for (const auto& [uid, entry] : pods_) {
+      if (isPendingDemand(*entry.pod)) builtPending_.push_back(entry.pod);
+    }
+    std::sort(builtPending_.begin(), builtPending_.end(),
+              [](const policy::PodPtr& a, const policy::PodPtr& b) { return a->uid < b->uid; });
+  }
+  dirty_.clear();
+  allDirty_ = false;
+  pendingDirty_ = false;
+  std::vector<policy::NodeStatePtr> nodes;
+  nodes.reserve(built_.size());
+  for (const auto& [name, state] : built_) nodes.push_back(state);
+  current_ = std::make_shared<const policy::ClusterSnapshot>(std::move(nodes), builtPending_,
+                                                             quota_, generation_);
+  return current_;
+}
+
+}  // namespace gpufair::state
