@@ -1,7 +1,9 @@
 #include "gpufair/codec/objects.h"
 
-#include <cstdio>
+#include <algorithm>
+#include <charconv>
 #include <ctime>
+#include <limits>
 
 #include "gpufair/policy/request.h"
 
@@ -78,9 +80,11 @@ Result<Quantity> quantityOf(element e) {
   if (e.get_uint64().get(u) == simdjson::SUCCESS) return Quantity::parse(std::to_string(u));
   double d = 0;
   if (e.get_double().get(d) == simdjson::SUCCESS) {
+    // The shortest text that reads back as d: 0.1 stays "0.1" (as the JSON had it), where
+    // "%.17g" gave "0.10000000000000001" and so a milli value rounded up to 101.
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", d);
-    return Quantity::parse(buf);
+    const auto res = std::to_chars(buf, buf + sizeof buf, d);
+    return Quantity::parse(std::string_view(buf, static_cast<std::size_t>(res.ptr - buf)));
   }
   return Result<Quantity>::failure("quantity must be a string or a number");
 }
@@ -111,8 +115,8 @@ bool resourceList(object list, std::string_view where, MilliGpu& gpus, std::stri
   return true;
 }
 
-bool containers(object spec, std::string_view key, bool init, std::vector<policy::ContainerGpus>& out,
-                std::string& error) {
+bool containers(object spec, std::string_view key, bool init,
+                std::vector<policy::ContainerGpus>& out, std::string& error) {
   element e;
   if (!field(spec, key, e)) return true;
   simdjson::dom::array arr;
@@ -182,8 +186,8 @@ Result<T> parseThen(std::string_view json, const char* kind, F decode) {
   simdjson::padded_string padded(json);
   element root;
   if (auto err = parser.parse(padded).get(root); err != simdjson::SUCCESS) {
-    return Result<T>::failure(std::string(kind) + " is not valid JSON: " +
-                              simdjson::error_message(err));
+    return Result<T>::failure(std::string(kind) +
+                              " is not valid JSON: " + simdjson::error_message(err));
   }
   return decode(root);
 }
@@ -204,7 +208,8 @@ bool field(object obj, std::string_view key, element& out) {
 Result<policy::Pod> decodePod(element root) {
   using R = Result<policy::Pod>;
   object pod;
-  if (root.get_object().get(pod) != simdjson::SUCCESS) return R::failure("Pod must be a JSON object");
+  if (root.get_object().get(pod) != simdjson::SUCCESS)
+    return R::failure("Pod must be a JSON object");
   policy::Pod out;
   std::string error;
   object meta;
@@ -247,11 +252,24 @@ Result<policy::Pod> decodePod(element root) {
     if (hasOverhead && !resourceList(overheadList, "spec.overhead", overhead, error)) {
       return fail<policy::Pod>(what, error);
     }
+    // effectiveRequest adds these up; a huge count ("10E" in two containers, each saturating
+    // int64) must not wrap around to a negative request.
+    MilliGpu total = std::max<MilliGpu>(overhead, 0);
+    for (const auto* list : {&regular, &init}) {
+      for (const auto& c : *list) {
+        if (__builtin_add_overflow(total, c.request, &total)) {
+          return fail<policy::Pod>(what, "nvidia.com/gpu requests add up to more than " +
+                                             formatGpus(std::numeric_limits<MilliGpu>::max()) +
+                                             " GPUs");
+        }
+      }
+    }
     out.gpus = policy::effectiveRequest(regular, init, std::max<MilliGpu>(overhead, 0));
   }
 
   object status;
-  if (!optObject(pod, "status", status, present, error, "pod")) return fail<policy::Pod>(what, error);
+  if (!optObject(pod, "status", status, present, error, "pod"))
+    return fail<policy::Pod>(what, error);
   if (present) {
     std::string phase;
     if (!optString(status, "phase", phase, error, "status") ||
@@ -270,7 +288,8 @@ Result<policy::Pod> decodePodJson(std::string_view json) {
 Result<policy::Node> decodeNode(element root) {
   using R = Result<policy::Node>;
   object node;
-  if (root.get_object().get(node) != simdjson::SUCCESS) return R::failure("Node must be a JSON object");
+  if (root.get_object().get(node) != simdjson::SUCCESS)
+    return R::failure("Node must be a JSON object");
   policy::Node out;
   std::string error;
   object meta;
@@ -287,7 +306,8 @@ Result<policy::Node> decodeNode(element root) {
   out.deleting = deleted.has_value();
   const std::string what = "node " + out.name;
   object spec;
-  if (!optObject(node, "spec", spec, present, error, "node")) return fail<policy::Node>(what, error);
+  if (!optObject(node, "spec", spec, present, error, "node"))
+    return fail<policy::Node>(what, error);
   if (present) {
     element e;
     if (field(spec, "unschedulable", e)) {
@@ -299,7 +319,8 @@ Result<policy::Node> decodeNode(element root) {
     }
   }
   object status;
-  if (!optObject(node, "status", status, present, error, "node")) return fail<policy::Node>(what, error);
+  if (!optObject(node, "status", status, present, error, "node"))
+    return fail<policy::Node>(what, error);
   if (present) {
     object allocatable;
     bool has = false;
@@ -322,7 +343,8 @@ Result<policy::Node> decodeNodeJson(std::string_view json) {
 Result<ConfigMap> decodeConfigMap(element root) {
   using R = Result<ConfigMap>;
   object cm;
-  if (root.get_object().get(cm) != simdjson::SUCCESS) return R::failure("ConfigMap must be a JSON object");
+  if (root.get_object().get(cm) != simdjson::SUCCESS)
+    return R::failure("ConfigMap must be a JSON object");
   ConfigMap out;
   std::string error;
   object meta;
@@ -368,7 +390,11 @@ Result<Timestamp> parseTimestamp(std::string_view text) {
       !digits(17, 2, second)) {
     return R::failure(bad);
   }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+  // Ranges as Go's time.Parse(time.RFC3339) checks them: the day within its month, no leap second.
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (month < 1 || month > 12 || day < 1 || day > kDays[month - 1] + (month == 2 && leap ? 1 : 0) ||
+      hour > 23 || minute > 59 || second > 59) {
     return R::failure(bad);
   }
   std::size_t pos = 19;
@@ -387,9 +413,12 @@ Result<Timestamp> parseTimestamp(std::string_view text) {
   int offset = 0;
   if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z') && pos + 1 == text.size()) {
     offset = 0;
-  } else if (pos + 6 == text.size() && (text[pos] == '+' || text[pos] == '-') && text[pos + 3] == ':') {
+  } else if (pos + 6 == text.size() && (text[pos] == '+' || text[pos] == '-') &&
+             text[pos + 3] == ':') {
     int oh = 0, om = 0;
-    if (!digits(pos + 1, 2, oh) || !digits(pos + 4, 2, om)) return R::failure(bad);
+    if (!digits(pos + 1, 2, oh) || !digits(pos + 4, 2, om) || oh > 23 || om > 59) {
+      return R::failure(bad);
+    }
     offset = (oh * 60 + om) * 60 * (text[pos] == '-' ? -1 : 1);
   } else {
     return R::failure(bad);

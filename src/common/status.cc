@@ -4,10 +4,14 @@ namespace gpufair {
 
 const char* codeName(Code code) {
   switch (code) {
-    case Code::kSuccess: return "Success";
-    case Code::kUnschedulable: return "Unschedulable";
-    case Code::kUnschedulableAndUnresolvable: return "UnschedulableAndUnresolvable";
-    case Code::kError: return "Error";
+    case Code::kSuccess:
+      return "Success";
+    case Code::kUnschedulable:
+      return "Unschedulable";
+    case Code::kUnschedulableAndUnresolvable:
+      return "UnschedulableAndUnresolvable";
+    case Code::kError:
+      return "Error";
   }
   return "Unknown";
 }

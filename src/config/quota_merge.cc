@@ -7,7 +7,7 @@
 namespace gpufair::config {
 namespace {
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 }  // namespace
 
@@ -26,16 +26,16 @@ Result<QuotaConfig> mergeQuotaSources(const std::vector<QuotaSource>& sources) {
     for (const auto& queue : source.config.queues) {
       auto [at, fresh] = queueSource.emplace(queue.name, &source);
       if (!fresh) {
-        errors.push_back("queue " + quoted(queue.name) + " is defined in both " +
+        errors.push_back("queue " + inQuotes(queue.name) + " is defined in both " +
                          at->second->source + " and " + source.source);
         continue;
       }
       for (const auto& ns : queue.namespaces) {
         auto [owner, first] = namespaceOwner.emplace(ns, NamespaceOwner{queue.name, &source});
         if (!first) {
-          errors.push_back("namespace " + quoted(ns) + " is in queue " +
-                           quoted(owner->second.queue) + " (" + owner->second.source->source +
-                           ") and in queue " + quoted(queue.name) + " (" + source.source + ")");
+          errors.push_back("namespace " + inQuotes(ns) + " is in queue " +
+                           inQuotes(owner->second.queue) + " (" + owner->second.source->source +
+                           ") and in queue " + inQuotes(queue.name) + " (" + source.source + ")");
         }
       }
       merged.queues.push_back(queue);

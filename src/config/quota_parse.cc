@@ -21,7 +21,7 @@ const std::vector<std::string_view> kQueueKeys = {"name", "namespaces", "gpu", "
 const std::vector<std::string_view> kDefaultQueueKeys = {"gpu", "reclaimMinRuntime"};
 const std::vector<std::string_view> kGpuKeys = {"deserved", "limit", "overQuotaWeight"};
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 bool present(const YAML::Node& node) { return node.IsDefined() && !node.IsNull(); }
 
@@ -37,45 +37,54 @@ class QuotaParser {
                              ", found " + describe(root));
       return out;
     }
-    checkKeys(root, "the top level", kTopKeys);
-    if (YAML::Node queues = child(root, "queues"); present(queues)) {
-      if (!queues.IsSequence()) {
-        error(queues.Mark(), std::string("queues must be a list of queues, found ") +
-                                 describe(queues));
-      } else {
-        std::size_t index = 0;
-        for (const auto& queue : queues) parseQueue(queue, index++, out.config.queues);
+    visitKeys(root, "the top level", kTopKeys, [&](std::string_view key, const YAML::Node& value) {
+      if (key == "queues") {
+        parseQueues(value, out.config.queues);
+      } else if (key == "defaultQueue") {
+        out.setsDefaultQueue = true;
+        parseDefaultQueue(value, out.config.defaultQueue);
       }
-    }
-    if (YAML::Node def = child(root, "defaultQueue"); def.IsDefined()) {
-      out.setsDefaultQueue = true;
-      parseDefaultQueue(def, out.config.defaultQueue);
-    }
+    });
     return out;
   }
 
  private:
   void error(const YAML::Mark& mark, std::string_view what) { errors_.add(where_, mark, what); }
 
-  // Reports unknown and repeated keys of a map.
-  void checkKeys(const YAML::Node& map, std::string_view owner,
-                 const std::vector<std::string_view>& allowed) {
+  // Calls onKey(key, value) for each allowed key in document order, and reports unknown and
+  // repeated keys where they stand.
+  template <typename OnKey>
+  void visitKeys(const YAML::Node& map, std::string_view owner,
+                 const std::vector<std::string_view>& allowed, OnKey&& onKey) {
     std::map<std::string, int, std::less<>> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
       const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
       const YAML::Mark mark = it->first.Mark();
       if (auto [at, fresh] = seen.emplace(key, where_.fileLine(mark)); !fresh) {
-        error(mark, "duplicate key " + quoted(key) + " in " + std::string(owner) +
+        error(mark, "duplicate key " + inQuotes(key) + " in " + std::string(owner) +
                         " (first at line " + std::to_string(at->second) + ")");
         continue;
       }
-      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-      std::string what = "unknown key " + quoted(key) + " in " + std::string(owner);
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) {
+        onKey(std::string_view(key), it->second);
+        continue;
+      }
+      std::string what = "unknown key " + inQuotes(key) + " in " + std::string(owner);
       if (auto guess = closestWord(key, allowed); !guess.empty()) {
-        what += " (did you mean " + quoted(guess) + "?)";
+        what += " (did you mean " + inQuotes(guess) + "?)";
       }
       error(mark, what + "; allowed keys: " + joinWords(allowed));
     }
+  }
+
+  void parseQueues(const YAML::Node& queues, std::vector<QueueQuota>& out) {
+    if (!present(queues)) return;
+    if (!queues.IsSequence()) {
+      error(queues.Mark(), std::string("queues must be a list of queues, found ") + describe(queues));
+      return;
+    }
+    std::size_t index = 0;
+    for (const auto& queue : queues) parseQueue(queue, index++, out);
   }
 
   void parseQueue(const YAML::Node& node, std::size_t index, std::vector<QueueQuota>& queues) {
@@ -87,34 +96,44 @@ class QuotaParser {
     }
     QueueQuota queue;
     YAML::Node name = child(node, "name");
-    if (!present(name)) {
-      error(node.Mark(), owner + " has no name");
-    } else if (!name.IsScalar()) {
-      error(name.Mark(), owner + ": name must be a string, found " + describe(name));
-    } else {
-      queue.name = name.Scalar();
-      if (queue.name.empty()) {
-        error(name.Mark(), owner + ": name is empty");
-      } else if (queue.name == kDefaultQueueName) {
-        error(name.Mark(), "queue name \"default\" is reserved for the default queue "
-                           "(configure it under defaultQueue)");
-      } else if (!isDns1123Label(queue.name)) {
-        error(name.Mark(), "queue name " + quoted(queue.name) +
-                               " is not a valid DNS-1123 label (lower-case letters, digits and "
-                               "'-', starting and ending with a letter or digit, at most 63 "
-                               "characters)");
-      } else if (auto [at, fresh] = queueLines_.emplace(queue.name, where_.fileLine(name.Mark()));
-                 !fresh) {
-        error(name.Mark(), "duplicate queue " + quoted(queue.name) + " (first defined at line " +
-                               std::to_string(at->second) + ")");
+    if (!present(name)) error(node.Mark(), owner + " has no name");
+    if (name.IsScalar() && !name.Scalar().empty()) owner = "queue " + inQuotes(name.Scalar());
+    visitKeys(node, owner, kQueueKeys, [&](std::string_view key, const YAML::Node& value) {
+      if (key == "name") {
+        parseName(value, owner, queue);
+      } else if (key == "namespaces") {
+        parseNamespaces(value, owner, queue);
+      } else if (key == "gpu") {
+        parseGpu(value, owner, queue.gpu);
+      } else if (key == "reclaimMinRuntime") {
+        parseMinRuntime(value, owner, queue);
       }
-      if (!queue.name.empty()) owner = "queue " + quoted(queue.name);
-    }
-    checkKeys(node, owner, kQueueKeys);
-    parseNamespaces(child(node, "namespaces"), owner, queue);
-    parseGpu(child(node, "gpu"), owner, queue.gpu);
-    parseMinRuntime(child(node, "reclaimMinRuntime"), owner, queue);
+    });
     queues.push_back(std::move(queue));
+  }
+
+  void parseName(const YAML::Node& name, const std::string& owner, QueueQuota& queue) {
+    if (!present(name)) return;  // reported as "has no name"
+    if (!name.IsScalar()) {
+      error(name.Mark(), owner + ": name must be a string, found " + describe(name));
+      return;
+    }
+    queue.name = name.Scalar();
+    if (queue.name.empty()) {
+      error(name.Mark(), owner + ": name is empty");
+    } else if (queue.name == kDefaultQueueName) {
+      error(name.Mark(), "queue name \"default\" is reserved for the default queue "
+                         "(configure it under defaultQueue)");
+    } else if (!isDns1123Label(queue.name)) {
+      error(name.Mark(), "queue name " + inQuotes(queue.name) +
+                             " is not a valid DNS-1123 label (lower-case letters, digits and "
+                             "'-', starting and ending with a letter or digit, at most 63 "
+                             "characters)");
+    } else if (auto [at, fresh] = queueLines_.emplace(queue.name, where_.fileLine(name.Mark()));
+               !fresh) {
+      error(name.Mark(), "duplicate queue " + inQuotes(queue.name) + " (first defined at line " +
+                             std::to_string(at->second) + ")");
+    }
   }
 
   void parseDefaultQueue(const YAML::Node& node, QueueQuota& queue) {
@@ -124,9 +143,14 @@ class QuotaParser {
                              joinWords(kDefaultQueueKeys) + ", found " + describe(node));
       return;
     }
-    checkKeys(node, "defaultQueue", kDefaultQueueKeys);
-    parseGpu(child(node, "gpu"), "defaultQueue", queue.gpu);
-    parseMinRuntime(child(node, "reclaimMinRuntime"), "defaultQueue", queue);
+    const std::string owner = "defaultQueue";
+    visitKeys(node, owner, kDefaultQueueKeys, [&](std::string_view key, const YAML::Node& value) {
+      if (key == "gpu") {
+        parseGpu(value, owner, queue.gpu);
+      } else if (key == "reclaimMinRuntime") {
+        parseMinRuntime(value, owner, queue);
+      }
+    });
   }
 
   void parseNamespaces(const YAML::Node& node, const std::string& owner, QueueQuota& queue) {
@@ -144,13 +168,13 @@ class QuotaParser {
       }
       const std::string& ns = item.Scalar();
       if (!isDns1123Label(ns)) {
-        error(item.Mark(), owner + ": " + quoted(ns) +
+        error(item.Mark(), owner + ": " + inQuotes(ns) +
                                " is not a valid namespace name (a DNS-1123 label)");
         continue;
       }
       auto [at, fresh] = namespaceOwners_.emplace(ns, Owner{owner, where_.fileLine(item.Mark())});
       if (!fresh) {
-        error(item.Mark(), "namespace " + quoted(ns) + " is listed in " + owner + " and already in " +
+        error(item.Mark(), "namespace " + inQuotes(ns) + " is listed in " + owner + " and already in " +
                                at->second.queue + " (line " + std::to_string(at->second.line) +
                                "); a namespace belongs to one queue");
         continue;
@@ -166,21 +190,26 @@ class QuotaParser {
                              ", found " + describe(node));
       return;
     }
-    checkKeys(node, owner + " gpu", kGpuKeys);
-    YAML::Node deserved = child(node, "deserved");
-    YAML::Node limit = child(node, "limit");
-    auto deservedValue = gpuAmount(deserved, owner, "gpu.deserved");
-    auto limitValue = gpuAmount(limit, owner, "gpu.limit");
-    if (deservedValue) gpu.deserved = *deservedValue;
-    gpu.limit = limitValue;
-    if (deservedValue && limitValue && *limitValue < *deservedValue) {
-      error(limit.Mark(), owner + ": gpu.limit " + formatGpus(*limitValue) +
-                              " is below gpu.deserved " + formatGpus(*deservedValue));
-    }
-    if (YAML::Node weight = child(node, "overQuotaWeight"); present(weight)) {
-      if (auto value = nonNegativeNumber(weight, owner, "gpu.overQuotaWeight")) {
-        gpu.overQuotaWeight = *value;
+    YAML::Mark limitMark;
+    std::optional<MilliGpu> deserved;
+    std::optional<MilliGpu> limitValue;
+    visitKeys(node, owner + " gpu", kGpuKeys, [&](std::string_view key, const YAML::Node& value) {
+      if (key == "deserved") {
+        deserved = gpuAmount(value, owner, "gpu.deserved");
+        if (deserved) gpu.deserved = *deserved;
+      } else if (key == "limit") {
+        limitMark = value.Mark();
+        limitValue = gpuAmount(value, owner, "gpu.limit");
+        gpu.limit = limitValue;
+      } else if (key == "overQuotaWeight" && present(value)) {
+        if (auto weight = nonNegativeNumber(value, owner, "gpu.overQuotaWeight")) {
+          gpu.overQuotaWeight = *weight;
+        }
       }
+    });
+    if (deserved && limitValue && *limitValue < *deserved) {
+      error(limitMark, owner + ": gpu.limit " + formatGpus(*limitValue) + " is below gpu.deserved " +
+                           formatGpus(*deserved));
     }
   }
 
@@ -195,7 +224,7 @@ class QuotaParser {
     }
     auto quantity = Quantity::parse(node.Scalar());
     if (!quantity.ok()) {
-      error(node.Mark(), prefix + " " + quoted(node.Scalar()) + " is not a number of GPUs (" +
+      error(node.Mark(), prefix + " " + inQuotes(node.Scalar()) + " is not a number of GPUs (" +
                              quantity.error() + ")");
       return std::nullopt;
     }
@@ -220,7 +249,7 @@ class QuotaParser {
     if (!text.empty() && *begin == '+') ++begin;
     auto [ptr, ec] = std::from_chars(begin, end, value);
     if (ec != std::errc() || ptr != end || begin == end || !std::isfinite(value)) {
-      error(node.Mark(), prefix + " " + quoted(text) + " is not a number");
+      error(node.Mark(), prefix + " " + inQuotes(text) + " is not a number");
       return std::nullopt;
     }
     if (value < 0) {

@@ -60,7 +60,16 @@ void appendJsonString(std::string_view s, std::string& out) {
   out += '"';
 }
 
-void appendJson(const YAML::Node& node, std::string& out) {
+// Keys whose values Kubernetes types as map[string]string: their scalars are always strings, so a
+// hand-written `gpufair.io/gang-size: 4` or `gpufair.io/quota-config: true` means what it says.
+bool isStringMapKey(std::string_view key) {
+  return key == "labels" || key == "annotations" || key == "nodeSelector" || key == "matchLabels" ||
+         key == "data" || key == "stringData";
+}
+
+// stringMap: `node` is one of those maps, so its scalar values are emitted as strings (null as "",
+// as Go decodes a JSON null into a string).
+void appendJson(const YAML::Node& node, std::string& out, bool stringMap) {
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       out += '{';
@@ -68,9 +77,14 @@ void appendJson(const YAML::Node& node, std::string& out) {
       for (auto it = node.begin(); it != node.end(); ++it) {
         if (!first) out += ',';
         first = false;
-        appendJsonString(it->first.IsScalar() ? it->first.Scalar() : std::string(), out);
+        const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
+        appendJsonString(key, out);
         out += ':';
-        appendJson(it->second, out);
+        if (stringMap && (it->second.IsScalar() || it->second.IsNull())) {
+          appendJsonString(it->second.IsScalar() ? it->second.Scalar() : std::string(), out);
+        } else {
+          appendJson(it->second, out, isStringMapKey(key));
+        }
       }
       out += '}';
       return;
@@ -81,7 +95,7 @@ void appendJson(const YAML::Node& node, std::string& out) {
       for (const auto& item : node) {
         if (!first) out += ',';
         first = false;
-        appendJson(item, out);
+        appendJson(item, out, false);
       }
       out += ']';
       return;
@@ -199,7 +213,7 @@ Locator embeddedLocator(const YAML::Node& value, std::string_view fileText, cons
 
 std::string toJson(const YAML::Node& node) {
   std::string out;
-  appendJson(node, out);
+  appendJson(node, out, false);
   return out;
 }
 

@@ -50,7 +50,8 @@ Locator embeddedLocator(const YAML::Node& value, std::string_view fileText, cons
                         std::string_view context);
 
 // JSON text of a YAML tree. Plain (unquoted) scalars that are JSON numbers or true/false become
-// numbers and bools; null stays null; every other scalar, and every quoted one, is a string.
+// numbers and bools; null stays null; every other scalar, and every quoted one, is a string. Values
+// of Kubernetes string maps (labels, annotations, nodeSelector, matchLabels, data) are always strings.
 std::string toJson(const YAML::Node& node);
 
 // "a map", "a list", "a string", "null": what a node is, for messages.

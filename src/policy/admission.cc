@@ -5,7 +5,9 @@
 namespace gpufair::policy {
 namespace {
 
-std::string gpus(MilliGpu m) { return formatGpus(m) + (m == kMilliPerGpu ? " GPU" : " GPUs"); }
+std::string gpus(MilliGpu m) {
+  return formatGpus(m) + (m == kMilliPerGpu ? " GPU" : " GPUs");
+}
 
 }  // namespace
 
@@ -41,7 +43,8 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
     a.status = Status::unschedulable("queue " + pod.queue + " at " + formatGpus(q->allocated) +
                                      "/" + formatGpus(quota.deserved) +
                                      " GPUs (deserved) and its overQuotaWeight is 0: it does not "
-                                     "borrow; pod needs " + gpus(pod.gpus));
+                                     "borrow; pod needs " +
+                                     gpus(pod.gpus));
     return a;
   }
   MilliGpu held = 0;
@@ -59,7 +62,8 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
                          formatGpus(quota.deserved) + " GPUs (deserved) would borrow " +
                          gpus(borrow) + " but only " + gpus(idle) + " are idle (" +
                          formatGpus(snapshot.free()) + " free";
-    if (held > 0) reason += ", " + formatGpus(held) + " held for pending in-quota work of " + heldFor;
+    if (held > 0)
+      reason += ", " + formatGpus(held) + " held for pending in-quota work of " + heldFor;
     reason += ")";
     a.status = Status::unschedulable(std::move(reason));
     return a;
@@ -69,7 +73,8 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
 }
 
 Status fitsNode(const NodeState& node, const Pod& pod) {
-  if (node.node().deleting) return Status::unresolvable("node " + node.name() + " is being deleted");
+  if (node.node().deleting)
+    return Status::unresolvable("node " + node.name() + " is being deleted");
   if (node.node().unschedulable) {
     return Status::unresolvable("node " + node.name() + " is unschedulable (cordoned)");
   }
@@ -79,8 +84,9 @@ Status fitsNode(const NodeState& node, const Pod& pod) {
                                 "; pod needs " + gpus(pod.gpus));
   }
   if (node.free() < pod.gpus) {
-    return Status::unschedulable("node " + node.name() + " has " + formatGpus(node.free()) + " of " +
-                                 gpus(node.allocatable()) + " free; pod needs " + gpus(pod.gpus));
+    return Status::unschedulable("node " + node.name() + " has " + formatGpus(node.free()) +
+                                 " of " + gpus(node.allocatable()) + " free; pod needs " +
+                                 gpus(pod.gpus));
   }
   return Status::ok();
 }

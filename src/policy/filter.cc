@@ -30,7 +30,8 @@ FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
   for (std::string_view name : candidates) {
     const NodeState* node = snapshot.findNode(name);
     if (node == nullptr) {
-      r.failed.push_back({name, "node " + std::string(name) + " is not in gpufair's cluster view yet"});
+      r.failed.push_back(
+          {name, "node " + std::string(name) + " is not in gpufair's cluster view yet"});
       continue;
     }
     Status fit = fitsNode(*node, pod);

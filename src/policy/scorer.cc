@@ -65,9 +65,15 @@ class BlockFitScorer final : public Scorer {
 
 }  // namespace
 
-ScorerPtr makeSpreadScorer() { return std::make_unique<SpreadScorer>(); }
-ScorerPtr makeBinpackScorer() { return std::make_unique<BinpackScorer>(); }
-ScorerPtr makeBlockFitScorer() { return std::make_unique<BlockFitScorer>(); }
+ScorerPtr makeSpreadScorer() {
+  return std::make_unique<SpreadScorer>();
+}
+ScorerPtr makeBinpackScorer() {
+  return std::make_unique<BinpackScorer>();
+}
+ScorerPtr makeBlockFitScorer() {
+  return std::make_unique<BlockFitScorer>();
+}
 
 ScorerPtr makeScorer(std::string_view name) {
   if (name == "spread") return makeSpreadScorer();
@@ -76,7 +82,9 @@ ScorerPtr makeScorer(std::string_view name) {
   return nullptr;
 }
 
-std::vector<std::string> scorerNames() { return {"blockfit", "binpack", "spread"}; }
+std::vector<std::string> scorerNames() {
+  return {"blockfit", "binpack", "spread"};
+}
 
 std::vector<int> normalizeScores(std::span<const double> raw) {
   std::vector<int> out(raw.size(), kMaxExtenderScore);
@@ -88,7 +96,8 @@ std::vector<int> normalizeScores(std::span<const double> raw) {
   for (std::size_t i = 0; i < raw.size(); ++i) {
     if (raw[i] >= max) continue;
     const double x = (raw[i] - min) / (max - min);
-    out[i] = std::min(kMaxExtenderScore - 1, static_cast<int>(std::lround(x * (kMaxExtenderScore - 1))));
+    out[i] =
+        std::min(kMaxExtenderScore - 1, static_cast<int>(std::lround(x * (kMaxExtenderScore - 1))));
   }
   return out;
 }

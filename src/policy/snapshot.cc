@@ -34,7 +34,8 @@ std::string resolveQueue(const QuotaConfig& config, std::string_view ns, const L
     return {};
   }
   for (const auto& q : config.queues) {
-    if (std::find(q.namespaces.begin(), q.namespaces.end(), ns) != q.namespaces.end()) return q.name;
+    if (std::find(q.namespaces.begin(), q.namespaces.end(), ns) != q.namespaces.end())
+      return q.name;
   }
   return config.defaultQueue.name;
 }

@@ -171,8 +171,8 @@ Result<AssumeOutcome> Mirror::assume(std::string_view uid, std::string_view node
   }
   const policy::Admission admission = policy::admit(*snap, pod);
   if (!admission.status.isOk()) {
-    return Result<AssumeOutcome>::failure("pod " + pod.key() + " is not admitted: " +
-                                          admission.status.reason());
+    return Result<AssumeOutcome>::failure("pod " + pod.key() +
+                                          " is not admitted: " + admission.status.reason());
   }
   auto placed = std::make_shared<policy::Pod>(pod);
   placed->nodeName = std::string(node);
@@ -247,8 +247,8 @@ policy::SnapshotPtr Mirror::rebuildLocked() const {
       pods.reserve(on->second.size());
       for (const auto& uid : on->second) pods.push_back(pods_.at(uid).pod);
     }
-    built_[name] = std::make_shared<const policy::NodeState>(node->second, std::move(pods),
-                                                             generation_);
+    built_[name] =
+        std::make_shared<const policy::NodeState>(node->second, std::move(pods), generation_);
   };
   if (allDirty_) {
     built_.clear();

@@ -38,7 +38,8 @@ Result<ConfigMap> decodeConfigMapJson(std::string_view json);
 // Case-insensitive field lookup in a JSON object; nullptr-like (false) when absent or null.
 bool field(simdjson::dom::object object, std::string_view key, simdjson::dom::element& out);
 
-// RFC 3339 timestamps as Kubernetes writes them ("2026-11-22T10:00:00Z", fractional seconds allowed).
+// RFC 3339 timestamps as Kubernetes writes them ("2026-11-22T10:00:00Z", fractional seconds
+// allowed).
 Result<Timestamp> parseTimestamp(std::string_view text);
 
 }  // namespace gpufair::codec

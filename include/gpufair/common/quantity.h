@@ -1,9 +1,9 @@
 // Kubernetes resource quantities ("500m", "12Gi", "1e3", "2"), parsed as k8s.io/apimachinery's
-// resource.ParseQuantity does: an optional sign, a decimal number, and one suffix out of the binary SI
-// (Ki Mi Gi Ti Pi Ei), decimal SI (n u m "" k M G T P E) or decimal exponent (e3, E-2) forms.
-// Anything else is an error, never zero. Values are kept exact as a rational mantissa and exponents,
-// and rounded up (as Quantity.MilliValue() and Quantity.Value() do) only when asked for an integer.
-// Thread-safety: a value type.
+// resource.ParseQuantity does: an optional sign, a decimal number, and one suffix out of the binary
+// SI (Ki Mi Gi Ti Pi Ei), decimal SI (n u m "" k M G T P E) or decimal exponent (e3, E-2) forms.
+// Anything else is an error, never zero. Values are kept exact as a rational mantissa and
+// exponents, and rounded up (as Quantity.MilliValue() and Quantity.Value() do) only when asked for
+// an integer. Thread-safety: a value type.
 #pragma once
 
 #include <cstdint>

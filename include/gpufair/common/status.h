@@ -17,7 +17,9 @@ class Status {
   Status(Code code, std::string reason) : code_(code), reason_(std::move(reason)) {}
 
   static Status ok() { return {}; }
-  static Status unschedulable(std::string reason) { return {Code::kUnschedulable, std::move(reason)}; }
+  static Status unschedulable(std::string reason) {
+    return {Code::kUnschedulable, std::move(reason)};
+  }
   static Status unresolvable(std::string reason) {
     return {Code::kUnschedulableAndUnresolvable, std::move(reason)};
   }

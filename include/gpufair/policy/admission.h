@@ -12,7 +12,7 @@
 namespace gpufair::policy {
 
 struct Admission {
-  Status status;           // Success, Unschedulable or UnschedulableAndUnresolvable, with the reason
+  Status status;  // Success, Unschedulable or UnschedulableAndUnresolvable, with the reason
   bool overQuota = false;  // admitted as borrowed
   std::string queue;       // the queue charged
 };

@@ -19,10 +19,10 @@ struct NodeVerdict {
 };
 
 struct FilterResult {
-  std::vector<std::string_view> feasible;     // in the caller's order
-  std::vector<NodeVerdict> failed;            // Unschedulable on this node
-  std::vector<NodeVerdict> unresolvable;      // UnschedulableAndUnresolvable on this node
-  Admission admission;                        // the queue decision that applied to every node
+  std::vector<std::string_view> feasible;  // in the caller's order
+  std::vector<NodeVerdict> failed;         // Unschedulable on this node
+  std::vector<NodeVerdict> unresolvable;   // UnschedulableAndUnresolvable on this node
+  Admission admission;                     // the queue decision that applied to every node
 };
 
 // Pods that request no GPU pass on every candidate, untouched. Unknown node names fail that node.

@@ -28,11 +28,11 @@ struct Pod {
   std::string name;
   std::string nodeName;       // spec.nodeName, or the node gpufair assumed at bind; empty: unbound
   std::string schedulerName;  // spec.schedulerName
-  MilliGpu gpus = 0;          // effective nvidia.com/gpu request (see effectiveRequest in request.h)
+  MilliGpu gpus = 0;  // effective nvidia.com/gpu request (see effectiveRequest in request.h)
   PodPhase phase = PodPhase::kPending;
-  bool terminating = false;   // metadata.deletionTimestamp set
-  bool overQuota = false;     // borrowed: label gpufair.io/over-quota=true
-  bool assumed = false;       // placed by gpufair's bind, not yet confirmed by the API server
+  bool terminating = false;  // metadata.deletionTimestamp set
+  bool overQuota = false;    // borrowed: label gpufair.io/over-quota=true
+  bool assumed = false;      // placed by gpufair's bind, not yet confirmed by the API server
   std::optional<Timestamp> created;
   std::optional<Timestamp> started;  // status.startTime
   Labels labels;
@@ -50,7 +50,7 @@ struct Pod {
 
 struct Node {
   std::string name;
-  MilliGpu allocatable = 0;  // status.allocatable["nvidia.com/gpu"] in milli-GPUs
+  MilliGpu allocatable = 0;    // status.allocatable["nvidia.com/gpu"] in milli-GPUs
   bool unschedulable = false;  // spec.unschedulable
   bool deleting = false;       // metadata.deletionTimestamp set
   Labels labels;

@@ -1,7 +1,7 @@
 // Scoring strategies: small named classes behind one interface, chosen by name through a registry.
-// A scorer gives each candidate node a raw score (higher is better); normalizeScores maps them to the
-// extender wire's 0..10, giving 10 only to the best node(s).
-// Thread-safety: scorers are stateless and const; one instance serves all threads.
+// A scorer gives each candidate node a raw score (higher is better); normalizeScores maps them to
+// the extender wire's 0..10, giving 10 only to the best node(s). Thread-safety: scorers are
+// stateless and const; one instance serves all threads.
 #pragma once
 
 #include <memory>
@@ -30,10 +30,10 @@ using ScorerPtr = std::unique_ptr<Scorer>;
 ScorerPtr makeSpreadScorer();
 // "binpack": most allocated after placement.
 ScorerPtr makeBinpackScorer();
-// "blockfit" (the default): keeps large free GPU blocks whole. Placing a pod on a node may take away
-// free blocks of 1, 2, 4, 8, ... GPUs from it; each lost block of k GPUs costs k / (number of nodes
-// that still offer a block of k), so breaking a scarce large block costs most. Lowest cost wins;
-// among equal costs, the tightest fit (fewest GPUs left free).
+// "blockfit" (the default): keeps large free GPU blocks whole. Placing a pod on a node may take
+// away free blocks of 1, 2, 4, 8, ... GPUs from it; each lost block of k GPUs costs k / (number of
+// nodes that still offer a block of k), so breaking a scarce large block costs most. Lowest cost
+// wins; among equal costs, the tightest fit (fewest GPUs left free).
 ScorerPtr makeBlockFitScorer();
 
 inline constexpr const char* kDefaultScorer = "blockfit";

@@ -1,6 +1,6 @@
-// ClusterSnapshot: an immutable, consistent view of nodes, the pods on them, pending demand and queue
-// quotas at one generation. The engine's functions read only this. The state module's Mirror builds a
-// new snapshot after changes and shares unchanged NodeStates with the previous one.
+// ClusterSnapshot: an immutable, consistent view of nodes, the pods on them, pending demand and
+// queue quotas at one generation. The engine's functions read only this. The state module's Mirror
+// builds a new snapshot after changes and shares unchanged NodeStates with the previous one.
 // Thread-safety: immutable after construction; share as std::shared_ptr<const ClusterSnapshot>.
 #pragma once
 
@@ -70,7 +70,8 @@ std::string resolveQueue(const QuotaConfig& config, std::string_view ns, const L
 
 class ClusterSnapshot {
  public:
-  // nodes may come in any order; they are kept sorted by name. pending: unbound pods known to want GPUs.
+  // nodes may come in any order; they are kept sorted by name. pending: unbound pods known to want
+  // GPUs.
   ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending, QuotaConfig quota,
                   std::uint64_t generation);
 

@@ -1,21 +1,26 @@
-// Mirror: gpufair's in-memory copy of the cluster (nodes, pods, quota config), fed by a cluster file
-// or by list/watch, and the source of the immutable snapshots the engine reads.
+// Mirror: gpufair's in-memory copy of the cluster (nodes, pods, quota config), fed by a cluster
+// file or by list/watch, and the source of the immutable snapshots the engine reads.
 //
 // Pod life cycle (as kube-scheduler's cache has it):
 //
-//   Initial --notePending--> Pending --assume--> Assumed --upsertPod(bound)--> Bound --deletePod--> gone
+//   Initial --notePending--> Pending --assume--> Assumed --upsertPod(bound)--> Bound --deletePod-->
+//   gone
 //      |                        ^                   |                             |
-//      +------upsertPod---------+<----forget--------+  (bind failed, TTL passed)  +-- Succeeded/Failed:
+//      +------upsertPod---------+<----forget--------+  (bind failed, TTL passed)  +--
+//      Succeeded/Failed:
 //                                                                                    holds no GPUs
-//   Pending:  kube-scheduler offered the pod to /filter or /prioritize (or a watch showed it unbound);
+//   Pending:  kube-scheduler offered the pod to /filter or /prioritize (or a watch showed it
+//   unbound);
 //             its request counts as its queue's pending demand. Forgotten after pendingTtl unseen.
-//   Assumed:  /bind placed it; its GPUs are held on the node at once. A watch event showing it bound
-//             to the same node confirms it; confirm() does so directly (file mode). Unconfirmed after
-//             assumeTtl, or forget(): back to Pending, GPUs freed.
+//   Assumed:  /bind placed it; its GPUs are held on the node at once. A watch event showing it
+//   bound
+//             to the same node confirms it; confirm() does so directly (file mode). Unconfirmed
+//             after assumeTtl, or forget(): back to Pending, GPUs freed.
 //   Bound:    spec.nodeName is set; holds GPUs until Succeeded, Failed or deleted.
 //
 // Snapshots: every change marks the affected nodes dirty; snapshot() rebuilds only dirty NodeStates
-// and shares the rest with the previous snapshot. Readers hold a shared_ptr and never block writers.
+// and shares the rest with the previous snapshot. Readers hold a shared_ptr and never block
+// writers.
 //
 // Thread-safety: all methods are thread-safe. Lock order: mu_ only (no callbacks run under it).
 #pragma once
@@ -89,8 +94,8 @@ class Mirror {
 
  private:
   struct Entry {
-    policy::PodPtr pod;  // replaced, never mutated: published snapshots share it
-    Timestamp seen{};    // pending: last offered; assumed: when assumed
+    policy::PodPtr pod;    // replaced, never mutated: published snapshots share it
+    Timestamp seen{};      // pending: last offered; assumed: when assumed
     bool fromApi = false;  // known from the API server or the cluster file, not only offered
   };
 
@@ -104,18 +109,18 @@ class Mirror {
   MirrorOptions options_;
 
   mutable std::mutex mu_;
-  QuotaConfig quota_;                                             // GUARDED_BY(mu_)
-  std::unordered_map<std::string, policy::Node> nodes_;           // GUARDED_BY(mu_)
-  std::unordered_map<std::string, Entry> pods_;                   // GUARDED_BY(mu_) by uid
+  QuotaConfig quota_;                                    // GUARDED_BY(mu_)
+  std::unordered_map<std::string, policy::Node> nodes_;  // GUARDED_BY(mu_)
+  std::unordered_map<std::string, Entry> pods_;          // GUARDED_BY(mu_) by uid
   // uid of every pod placed (bound or assumed) on a node name, whether or not the node is known.
-  std::unordered_map<std::string, std::set<std::string>> podsOnNode_;  // GUARDED_BY(mu_)
-  mutable std::set<std::string, std::less<>> dirty_;               // GUARDED_BY(mu_)
-  mutable bool pendingDirty_ = true;                               // GUARDED_BY(mu_)
-  mutable bool allDirty_ = true;                                   // GUARDED_BY(mu_)
-  mutable std::uint64_t generation_ = 0;                           // GUARDED_BY(mu_)
+  std::unordered_map<std::string, std::set<std::string>> podsOnNode_;    // GUARDED_BY(mu_)
+  mutable std::set<std::string, std::less<>> dirty_;                     // GUARDED_BY(mu_)
+  mutable bool pendingDirty_ = true;                                     // GUARDED_BY(mu_)
+  mutable bool allDirty_ = true;                                         // GUARDED_BY(mu_)
+  mutable std::uint64_t generation_ = 0;                                 // GUARDED_BY(mu_)
   mutable std::unordered_map<std::string, policy::NodeStatePtr> built_;  // GUARDED_BY(mu_)
-  mutable std::vector<policy::PodPtr> builtPending_;               // GUARDED_BY(mu_)
-  mutable policy::SnapshotPtr current_;                            // GUARDED_BY(mu_)
+  mutable std::vector<policy::PodPtr> builtPending_;                     // GUARDED_BY(mu_)
+  mutable policy::SnapshotPtr current_;                                  // GUARDED_BY(mu_)
 };
 
 }  // namespace gpufair::state

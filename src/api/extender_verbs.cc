@@ -1,0 +1,184 @@
+// The four extender verbs of ExtenderService.
+#include <spdlog/spdlog.h>
+
+#include "gpufair/api/extender_service.h"
+#include "gpufair/api/wire.h"
+#include "gpufair/policy/filter.h"
+#include "request_document.h"
+
+namespace gpufair::api {
+namespace {
+
+Response badFilterRequest(std::string_view message) {
+  spdlog::info("filter: bad request: {}", message);
+  Response response;
+  response.status = 400;
+  encodeFilterError(message, response.body);
+  return response;
+}
+
+Response badRequest(std::string_view verb, std::string_view message) {
+  spdlog::info("{}: bad request: {}", verb, message);
+  return errorResponse(400, message);
+}
+
+Response bindError(std::string_view message) {
+  Response response;  // ExtenderBindingResult: HTTP 200, the error in the body
+  encodeErrorResult(message, response.body);
+  return response;
+}
+
+bool sameNode(const policy::Node& a, const policy::Node& b) {
+  return a.allocatable == b.allocatable && a.unschedulable == b.unschedulable &&
+         a.deleting == b.deleting && a.labels == b.labels;
+}
+
+// Nodes mode: the scheduler's node objects are news too. Only changed nodes are written, so an
+// unchanged cluster does not rebuild node states on every request.
+void upsertChangedNodes(state::Mirror& mirror, const ExtenderArgs& args) {
+  if (!args.nodesMode || args.nodes.empty()) return;
+  const policy::SnapshotPtr before = mirror.snapshot();
+  for (const auto& node : args.nodes) {
+    const policy::NodeState* known = before->findNode(node.name);
+    if (known == nullptr || !sameNode(known->node(), node)) mirror.upsertNode(node);
+  }
+}
+
+// Decodes ExtenderArgs, records the pod as pending demand and resolves its queue. On failure returns
+// the error message.
+Status prepareArgs(state::Mirror& mirror, detail::RequestDocument& document) {
+  if (!document.status().isOk()) return document.status();
+  ExtenderArgs& args = document.extenderArgs();
+  if (auto status = decodeExtenderArgs(document.root(), args); !status.isOk()) return status;
+  upsertChangedNodes(mirror, args);
+  mirror.notePending(args.pod);
+  return Status::ok();
+}
+
+std::string_view firstReason(const policy::FilterResult& result) {
+  if (!result.admission.status.isOk()) return result.admission.status.reason();
+  if (!result.unresolvable.empty()) return result.unresolvable.front().reason;
+  if (!result.failed.empty()) return result.failed.front().reason;
+  return "no candidate nodes";
+}
+
+}  // namespace
+
+Response ExtenderService::filter(std::string_view body) {
+  detail::RequestDocument document(body);
+  if (auto status = prepareArgs(mirror_, document); !status.isOk()) {
+    return badFilterRequest(status.reason());
+  }
+  ExtenderArgs& args = document.extenderArgs();
+  const policy::SnapshotPtr snapshot = mirror_.snapshot();
+  args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
+  const policy::FilterResult result = policy::filter(*snapshot, args.pod, args.candidates);
+
+  std::string_view error;
+  if (result.admission.status.code() == Code::kError) error = result.admission.status.reason();
+  spdlog::debug("filter {} ({} GPUs, queue {}): {} of {} nodes feasible, {} failed, {} unresolvable",
+                args.pod.key(), formatGpus(args.pod.gpus), args.pod.queue, result.feasible.size(),
+                args.candidates.size(), result.failed.size(), result.unresolvable.size());
+  if (result.feasible.empty() && !args.candidates.empty()) {
+    spdlog::info("filter rejected {} ({} GPUs, queue {}) on all {} nodes: {}", args.pod.key(),
+                 formatGpus(args.pod.gpus), args.pod.queue, args.candidates.size(),
+                 firstReason(result));
+  }
+  Response response;
+  encodeFilterResult(args, result, error, response.body);
+  return response;
+}
+
+Response ExtenderService::prioritize(std::string_view body) {
+  detail::RequestDocument document(body);
+  if (auto status = prepareArgs(mirror_, document); !status.isOk()) {
+    return badRequest("prioritize", status.reason());
+  }
+  ExtenderArgs& args = document.extenderArgs();
+  const policy::SnapshotPtr snapshot = mirror_.snapshot();
+  args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
+  const auto scores = policy::prioritize(*snapshot, args.pod, args.candidates, scorer_);
+
+  if (spdlog::should_log(spdlog::level::debug)) {
+    const policy::NodeScore* best = nullptr;
+    for (const auto& score : scores) {
+      if (best == nullptr || score.score > best->score) best = &score;
+    }
+    spdlog::debug("prioritize {} ({} GPUs) with {} over {} nodes: best {} ({})", args.pod.key(),
+                  formatGpus(args.pod.gpus), scorer_.name(), scores.size(),
+                  best ? best->node : "-", best ? best->score : 0);
+  }
+  Response response;
+  encodeHostPriorityList(scores, response.body);
+  return response;
+}
+
+Response ExtenderService::preempt(std::string_view body) {
+  detail::RequestDocument document(body);
+  if (!document.status().isOk()) return badRequest("preempt", document.status().reason());
+  PreemptionArgs args;
+  if (auto status = decodePreemptionArgs(document.root(), args); !status.isOk()) {
+    return badRequest("preempt", status.reason());
+  }
+  spdlog::debug("preempt {}: accepting the {} proposed nodes' victims as proposed", args.pod.key(),
+                args.victims.size());
+  Response response;
+  encodePreemptionResult(args.victims, response.body);
+  return response;
+}
+
+Response ExtenderService::bind(std::string_view body) {
+  detail::RequestDocument document(body);
+  if (!document.status().isOk()) return badRequest("bind", document.status().reason());
+  BindingArgs args;
+  if (auto status = decodeBindingArgs(document.root(), args); !status.isOk()) {
+    return badRequest("bind", status.reason());
+  }
+  const std::string argsKey = args.podNamespace + "/" + args.podName;
+  const std::string key = args.podUid.empty() ? argsKey : args.podUid;
+  const policy::PodPtr pod = mirror_.findPod(key);
+  if (pod == nullptr) {
+    const std::string message = "pod " + argsKey + " (uid " + args.podUid +
+                                ") was never offered to gpufair's filter; cannot bind";
+    spdlog::info("bind: {}", message);
+    return bindError(message);
+  }
+  if (!args.podName.empty() && pod->key() != argsKey) {
+    const std::string message = "PodUID " + args.podUid + " belongs to pod " + pod->key() +
+                                ", not " + argsKey + "; cannot bind";
+    spdlog::info("bind: {}", message);
+    return bindError(message);
+  }
+
+  auto assumed = mirror_.assume(key, args.node);
+  if (!assumed) {
+    spdlog::info("bind {} to {} refused: {}", pod->key(), args.node, assumed.error());
+    return bindError(assumed.error());
+  }
+  const bool overQuota = assumed->overQuota;
+  if (Status bound = binder_.bind(*pod, args.node, overQuota); !bound.isOk()) {
+    mirror_.forget(key);
+    spdlog::warn("bind {} to {} failed: {}", pod->key(), args.node, bound.reason());
+    return bindError(bound.reason());
+  }
+  if (binder_.confirmsImmediately()) {
+    mirror_.confirm(key);
+    const policy::PodPtr bound = mirror_.findPod(key);
+    if (overQuota && bound != nullptr) {
+      const auto label = bound->labels.find(policy::kOverQuotaLabel);
+      if (!bound->overQuota || label == bound->labels.end() || label->second != "true") {
+        // What the label patch does in a cluster: the borrowed pod shows as such, still bound.
+        policy::Pod labelled = *bound;
+        labelled.nodeName = args.node;
+        labelled.overQuota = true;
+        labelled.labels[policy::kOverQuotaLabel] = "true";
+        mirror_.upsertPod(std::move(labelled));
+      }
+    }
+  }
+  spdlog::debug("bound {} to {} (queue {}{})", pod->key(), args.node, assumed->queue,
+                overQuota ? ", over quota" : "");
+  return bindError("");
+}
+
+}  // namespace gpufair::api

@@ -1,0 +1,238 @@
+#include "http_session.h"
+
+#include <exception>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <spdlog/spdlog.h>
+
+namespace gpufair::api::detail {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using boost::system::error_code;
+
+constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::chrono::milliseconds kLingerTimeout{1000};
+
+std::string_view view(boost::beast::string_view text) { return {text.data(), text.size()}; }
+
+}  // namespace
+
+void SessionHub::add(const std::shared_ptr<HttpSession>& session) {
+  std::lock_guard lock(mu_);
+  sessions_.emplace(session.get(), session);
+}
+
+void SessionHub::remove(HttpSession* session) {
+  std::lock_guard lock(mu_);
+  sessions_.erase(session);
+  if (sessions_.empty()) emptied_.notify_all();
+}
+
+std::size_t SessionHub::stopAll() {
+  std::lock_guard lock(mu_);
+  for (auto& [raw, weak] : sessions_) {
+    if (auto session = weak.lock()) session->stop();
+  }
+  return sessions_.size();
+}
+
+void SessionHub::closeAll() {
+  std::lock_guard lock(mu_);
+  for (auto& [raw, weak] : sessions_) {
+    if (auto session = weak.lock()) session->closeSocket();
+  }
+}
+
+bool SessionHub::waitEmpty(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return emptied_.wait_for(lock, timeout, [this] { return sessions_.empty(); });
+}
+
+std::size_t SessionHub::open() const {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
+}
+
+HttpSession::HttpSession(asio::ip::tcp::socket&& socket, SessionHub& hub, bool overloaded)
+    : socket_(std::move(socket)), timer_(socket_.get_executor()), hub_(hub),
+      overloaded_(overloaded) {}
+
+HttpSession::~HttpSession() { hub_.remove(this); }
+
+void HttpSession::start() {
+  asio::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->waitForRequest(); });
+}
+
+void HttpSession::stop() {
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    self->stopRequested_ = true;
+    if (self->phase_ == Phase::kIdle) self->close();  // mid-request: finishes, then closes
+  });
+}
+
+void HttpSession::closeSocket() {
+  error_code ignored;
+  socket_.close(ignored);
+}
+
+void HttpSession::armTimer(std::chrono::milliseconds timeout) {
+  const std::uint64_t generation = ++timerGeneration_;
+  timedOut_ = false;
+  timer_.expires_after(timeout);
+  timer_.async_wait([self = shared_from_this(), generation](error_code ec) {
+    if (ec || generation != self->timerGeneration_) return;
+    self->timedOut_ = true;
+    error_code ignored;
+    self->socket_.cancel(ignored);
+  });
+}
+
+void HttpSession::disarmTimer() {
+  ++timerGeneration_;
+  timer_.cancel();
+}
+
+void HttpSession::waitForRequest() {
+  phase_ = Phase::kIdle;
+  if (stopRequested_ || hub_.stopping) return close();
+  if (buffer_.size() > 0) return readRequest();  // a pipelined request is already here
+  armTimer(hub_.options.idleTimeout);
+  socket_.async_read_some(buffer_.prepare(kReadChunk),
+                          [self = shared_from_this()](error_code ec, std::size_t bytes) {
+                            self->onFirstBytes(ec, bytes);
+                          });
+}
+
+void HttpSession::onFirstBytes(error_code ec, std::size_t bytes) {
+  disarmTimer();
+  if (ec) return close();  // idle timeout, peer closed, or stop(): nothing to answer
+  buffer_.commit(bytes);
+  readRequest();
+}
+
+void HttpSession::readRequest() {
+  phase_ = Phase::kReading;
+  parser_.emplace();
+  parser_->body_limit(hub_.options.maxBodyBytes);
+  parser_->header_limit(static_cast<std::uint32_t>(
+      std::min<std::size_t>(hub_.options.maxHeaderBytes, UINT32_MAX)));
+  armTimer(hub_.options.readTimeout);
+  http::async_read(socket_, buffer_, *parser_,
+                   [self = shared_from_this()](error_code ec, std::size_t) { self->onRead(ec); });
+}
+
+void HttpSession::onRead(error_code ec) {
+  const bool timedOut = timedOut_;
+  disarmTimer();
+  if (timedOut) {
+    spdlog::info("request not complete after {} ms; answering 408",
+                 hub_.options.readTimeout.count());
+    return sendError(408, "request not received completely within " +
+                              std::to_string(hub_.options.readTimeout.count()) + " ms");
+  }
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message) return close();
+  if (ec == http::error::body_limit) {
+    spdlog::info("request body over {} bytes; answering 413", hub_.options.maxBodyBytes);
+    return sendError(413, "request body larger than " +
+                              std::to_string(hub_.options.maxBodyBytes) + " bytes");
+  }
+  if (ec == http::error::header_limit) {
+    spdlog::info("request header over {} bytes; answering 431", hub_.options.maxHeaderBytes);
+    return sendError(431, "request header larger than " +
+                              std::to_string(hub_.options.maxHeaderBytes) + " bytes");
+  }
+  if (ec && ec.category() == http::make_error_code(http::error::bad_target).category()) {
+    spdlog::info("malformed HTTP request: {}", ec.message());
+    return sendError(400, "malformed HTTP request: " + ec.message());
+  }
+  if (ec) return close();  // reset by peer, stop(): no one to answer
+  handleRequest();
+}
+
+void HttpSession::handleRequest() {
+  const auto& request = parser_->get();
+  const unsigned version = request.version();
+  const bool keepAlive = request.keep_alive() && !overloaded_;
+  if (overloaded_) {
+    spdlog::warn("over {} open connections; answering 503", hub_.options.maxConnections);
+    auto response = errorResponse(503, "server busy: over " +
+                                           std::to_string(hub_.options.maxConnections) +
+                                           " open connections; retry later");
+    return send(std::move(response), version, false);
+  }
+  Response response;
+  try {
+    response = hub_.handler.handle(
+        Request{view(request.method_string()), view(request.target()), request.body()});
+  } catch (const std::exception& e) {
+    spdlog::error("{} {}: handler failed: {}", view(request.method_string()),
+                  view(request.target()), e.what());
+    response = errorResponse(500, std::string("internal error: ") + e.what());
+  }
+  send(std::move(response), version, keepAlive);
+}
+
+void HttpSession::sendError(int status, std::string_view message) {
+  const unsigned version = parser_ && parser_->is_header_done() ? parser_->get().version() : 11;
+  send(errorResponse(status, message), version, false);
+}
+
+void HttpSession::send(Response response, unsigned version, bool keepAlive) {
+  parser_.reset();
+  response_ = {};
+  response_.version(version);
+  response_.result(static_cast<unsigned>(response.status));
+  response_.set(http::field::content_type, response.contentType);
+  for (auto& [name, value] : response.headers) response_.set(name, value);
+  response_.body() = std::move(response.body);
+  response_.keep_alive(keepAlive && !stopRequested_ && !hub_.stopping);
+  response_.prepare_payload();
+  closeAfterWrite_ = !response_.keep_alive();
+  phase_ = Phase::kWriting;
+  armTimer(hub_.options.writeTimeout);
+  http::async_write(socket_, response_,
+                    [self = shared_from_this()](error_code ec, std::size_t) { self->onWrite(ec); });
+}
+
+void HttpSession::onWrite(error_code ec) {
+  disarmTimer();
+  if (ec) return close();
+  if (closeAfterWrite_) return lingerClose();
+  waitForRequest();
+}
+
+void HttpSession::lingerClose() {
+  phase_ = Phase::kLingering;
+  error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  buffer_.clear();
+  armTimer(kLingerTimeout);
+  socket_.async_read_some(buffer_.prepare(kReadChunk),
+                          [self = shared_from_this()](error_code ec, std::size_t bytes) {
+                            self->onLinger(ec, bytes);
+                          });
+}
+
+void HttpSession::onLinger(error_code ec, std::size_t) {
+  if (ec) return close();  // the client closed, or the linger time is over
+  socket_.async_read_some(buffer_.prepare(kReadChunk),
+                          [self = shared_from_this()](error_code ec, std::size_t bytes) {
+                            self->onLinger(ec, bytes);
+                          });
+}
+
+void HttpSession::close() {
+  if (phase_ == Phase::kClosed) return;
+  phase_ = Phase::kClosed;
+  disarmTimer();
+  error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+}
+
+}  // namespace gpufair::api::detail

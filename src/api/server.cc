@@ -1,0 +1,188 @@
+#include "gpufair/api/server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <spdlog/spdlog.h>
+
+#include "http_session.h"
+
+namespace gpufair::api {
+namespace {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using tcp = asio::ip::tcp;
+
+constexpr std::chrono::milliseconds kAcceptRetry{100};
+
+Status validate(const ServerOptions& options) {
+  if (options.threads < 1) return Status::error("threads must be at least 1");
+  if (options.maxBodyBytes == 0) return Status::error("maxBodyBytes must be positive");
+  if (options.maxHeaderBytes == 0) return Status::error("maxHeaderBytes must be positive");
+  if (options.maxConnections == 0) return Status::error("maxConnections must be positive");
+  for (auto timeout : {options.readTimeout, options.idleTimeout, options.writeTimeout}) {
+    if (timeout.count() <= 0) return Status::error("timeouts must be positive");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<ListenAddress> parseListenAddress(std::string_view text) {
+  using R = Result<ListenAddress>;
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    return R::failure("listen address \"" + std::string(text) + "\": expected HOST:PORT");
+  }
+  ListenAddress address;
+  std::string_view host = text.substr(0, colon);
+  const std::string_view port = text.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string_view::npos) {
+    return R::failure("listen address \"" + std::string(text) +
+                      "\": write IPv6 hosts in brackets, e.g. [::1]:8888");
+  }
+  address.host = host.empty() ? "0.0.0.0" : std::string(host);
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || value > 65535) {
+    return R::failure("listen address \"" + std::string(text) + "\": port \"" + std::string(port) +
+                      "\" is not a number from 0 to 65535");
+  }
+  address.port = static_cast<std::uint16_t>(value);
+  return address;
+}
+
+// Member order matters: the hub outlives the io_context, whose destruction releases the last
+// sessions, and the sessions unregister from the hub.
+class ExtenderServer::Impl {
+ public:
+  Impl(RequestHandler& handler, ServerOptions options)
+      : options_(std::move(options)), hub_(handler, options_), ioc_(std::max(1, options_.threads)), acceptor_(ioc_),
+        retryTimer_(ioc_) {}
+
+  Status start() {
+    if (started_) return Status::error("server already started");
+    if (auto status = validate(options_); !status.isOk()) return status;
+    auto address = parseListenAddress(options_.listen);
+    if (!address) return Status::error(address.error());
+    error_code ec;
+    tcp::resolver resolver(ioc_);
+    auto endpoints = resolver.resolve(address->host, std::to_string(address->port),
+                                      tcp::resolver::passive, ec);
+    if (ec || endpoints.empty()) {
+      return Status::error("listen address " + options_.listen + ": " + ec.message());
+    }
+    const tcp::endpoint endpoint = endpoints.begin()->endpoint();
+    if (acceptor_.open(endpoint.protocol(), ec); ec) return listenError("open", ec);
+    if (acceptor_.set_option(asio::socket_base::reuse_address(true), ec); ec) {
+      return listenError("set SO_REUSEADDR", ec);
+    }
+    if (acceptor_.bind(endpoint, ec); ec) return listenError("bind", ec);
+    if (acceptor_.listen(asio::socket_base::max_listen_connections, ec); ec) {
+      return listenError("listen", ec);
+    }
+    port_ = acceptor_.local_endpoint(ec).port();
+    started_ = true;
+    accept();
+    threads_.reserve(static_cast<std::size_t>(options_.threads));
+    for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+    spdlog::info("extender listening on {}:{} with {} io threads", address->host, port_.load(),
+                 options_.threads);
+    return Status::ok();
+  }
+
+  void stop() {
+    if (!started_ || stopped_) return;
+    stopped_ = true;
+    hub_.stopping = true;
+    asio::post(ioc_, [this] {
+      error_code ignored;
+      acceptor_.close(ignored);
+      retryTimer_.cancel();
+    });
+    const std::size_t open = hub_.stopAll();
+    if (!hub_.waitEmpty(options_.drainTimeout)) {
+      spdlog::warn("stopping with {} of {} connections still busy after {} ms", hub_.open(), open,
+                   options_.drainTimeout.count());
+    }
+    ioc_.stop();
+    for (auto& thread : threads_) thread.join();
+    threads_.clear();
+    hub_.closeAll();
+    spdlog::info("extender on port {} stopped", port_.load());
+  }
+
+  std::uint16_t port() const { return port_; }
+
+ private:
+  Status listenError(const char* what, const error_code& ec) {
+    error_code ignored;
+    acceptor_.close(ignored);
+    return Status::error("listen on " + options_.listen + ": " + what + ": " + ec.message());
+  }
+
+  void accept() {
+    acceptor_.async_accept(asio::make_strand(ioc_), [this](error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+      if (ec) {
+        // Out of file descriptors and the like: back off instead of spinning.
+        spdlog::warn("accept failed: {}; retrying in {} ms", ec.message(), kAcceptRetry.count());
+        retryTimer_.expires_after(kAcceptRetry);
+        retryTimer_.async_wait([this](error_code timerEc) {
+          if (!timerEc && acceptor_.is_open()) accept();
+        });
+        return;
+      }
+      admit(std::move(socket));
+      accept();
+    });
+  }
+
+  void admit(tcp::socket socket) {
+    const std::size_t open = hub_.open();
+    if (open >= 2 * options_.maxConnections) {
+      // Far over the limit: even the 503 would cost too much.
+      error_code ignored;
+      socket.close(ignored);
+      return;
+    }
+    error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    auto session = std::make_shared<detail::HttpSession>(std::move(socket), hub_,
+                                                         open >= options_.maxConnections);
+    hub_.add(session);
+    session->start();
+  }
+
+  ServerOptions options_;
+  detail::SessionHub hub_;
+  asio::io_context ioc_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer retryTimer_;
+  std::vector<std::thread> threads_;
+  std::atomic<std::uint16_t> port_{0};
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+ExtenderServer::ExtenderServer(RequestHandler& handler, ServerOptions options)
+    : impl_(std::make_unique<Impl>(handler, std::move(options))) {}
+
+ExtenderServer::~ExtenderServer() { impl_->stop(); }
+
+Status ExtenderServer::start() { return impl_->start(); }
+void ExtenderServer::stop() { impl_->stop(); }
+std::uint16_t ExtenderServer::port() const { return impl_->port(); }
+
+}  // namespace gpufair::api

@@ -1,0 +1,94 @@
+#include "gpufair/policy/scorer.h"
+
+#include <gtest/gtest.h>
+
+#include "testing/builders.h"
+#include "testing/cluster.h"
+
+namespace gpufair::policy {
+namespace {
+
+using testing::MakeNode;
+using testing::MakePod;
+
+// Raw scores of one scorer for a pod over every node of a snapshot.
+std::vector<double> rawScores(const Scorer& scorer, const ClusterSnapshot& snap, const Pod& pod) {
+  std::vector<const NodeState*> nodes;
+  for (const auto& n : snap.nodes()) nodes.push_back(n.get());
+  std::vector<double> out(nodes.size());
+  scorer.score(snap, pod, nodes, out);
+  return out;
+}
+
+// n1: 8 free of 8; n2: 3 free of 8; n3: 4 free of 8.
+policy::SnapshotPtr threeNodes() {
+  return testing::snapshotOf(
+      {MakeNode("n1").gpus(8), MakeNode("n2").gpus(8), MakeNode("n3").gpus(8)},
+      {MakePod("a", "x").gpus(5).on("n2"), MakePod("a", "y").gpus(4).on("n3")});
+}
+
+TEST(SpreadScorer, PrefersMostFreeAfterPlacement) {
+  auto snap = threeNodes();
+  auto raw = rawScores(*makeSpreadScorer(), *snap, MakePod("a", "p").gpus(2));
+  EXPECT_GT(raw[0], raw[2]);
+  EXPECT_GT(raw[2], raw[1]);
+  EXPECT_DOUBLE_EQ(raw[0], 6.0 / 8);
+}
+
+TEST(BinpackScorer, PrefersMostAllocatedAfterPlacement) {
+  auto snap = threeNodes();
+  auto raw = rawScores(*makeBinpackScorer(), *snap, MakePod("a", "p").gpus(2));
+  EXPECT_GT(raw[1], raw[2]);
+  EXPECT_GT(raw[2], raw[0]);
+  EXPECT_DOUBLE_EQ(raw[1], 7.0 / 8);
+}
+
+TEST(BlockFitScorer, KeepsTheOnlyLargeBlockWhole) {
+  auto snap = threeNodes();
+  // 2 GPUs: n2 (3 free -> 1) loses a 2-block offered by 3 nodes; n3 (4 -> 2) loses the 4-block
+  // offered by 2 nodes; n1 (8 -> 6) loses the only 8-block. n2 costs least.
+  auto raw = rawScores(*makeBlockFitScorer(), *snap, MakePod("a", "p").gpus(2));
+  EXPECT_GT(raw[1], raw[2]);
+  EXPECT_GT(raw[2], raw[0]);
+}
+
+TEST(BlockFitScorer, ExactFitLosesNothingUsable) {
+  auto snap = threeNodes();
+  // 4 GPUs: n3 (4 -> 0) loses blocks 1, 2, 4 each offered by 3, 3, 2 nodes: 1/3 + 2/3 + 4/2 = 3;
+  // n1 (8 -> 4) loses the only 8-block: 8/1 = 8. n2 does not fit and is not asked.
+  auto raw = rawScores(*makeBlockFitScorer(), *snap, MakePod("a", "p").gpus(4));
+  EXPECT_GT(raw[2], raw[0]);
+}
+
+TEST(BlockFitScorer, TightestFitBreaksTies) {
+  auto snap = testing::snapshotOf({MakeNode("n1").gpus(10), MakeNode("n2").gpus(10)},
+                                  {MakePod("a", "x").gpus(3).on("n2")});
+  // 1 GPU: n1 10 -> 9 and n2 7 -> 6 lose no power-of-two block; n2 is tighter.
+  auto raw = rawScores(*makeBlockFitScorer(), *snap, MakePod("a", "p").gpus(1));
+  EXPECT_GT(raw[1], raw[0]);
+}
+
+TEST(ScorerRegistry, KnownNames) {
+  for (const auto& name : scorerNames()) {
+    ScorerPtr s = makeScorer(name);
+    ASSERT_NE(s, nullptr) << name;
+    EXPECT_EQ(s->name(), name);
+  }
+  EXPECT_EQ(makeScorer(kDefaultScorer)->name(), "blockfit");
+  EXPECT_EQ(makeScorer("no-such-scorer"), nullptr);
+}
+
+TEST(NormalizeScores, BestGetsTenOthersBelow) {
+  std::vector<double> raw{1.0, 3.0, 2.0, 3.0, 2.999};
+  auto s = normalizeScores(raw);
+  EXPECT_EQ(s, (std::vector<int>{0, 10, 5, 10, 9}));
+}
+
+TEST(NormalizeScores, AllEqualAllTen) {
+  std::vector<double> raw{4.0, 4.0};
+  EXPECT_EQ(normalizeScores(raw), (std::vector<int>{10, 10}));
+  EXPECT_TRUE(normalizeScores({}).empty());
+}
+
+}  // namespace
+}  // namespace gpufair::policy

@@ -1,0 +1,127 @@
+// Fluent builders for tests, after kube-scheduler's MakePod()/MakeNode() wrappers:
+//   MakePod("team-a", "train-1").gpus(3).on("node-1").obj()
+//   MakeNode("node-1").gpus(10).obj()
+//   MakeQueue("team-a").deserved(20).limit(30).obj()
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "gpufair/common/clock.h"
+#include "gpufair/common/quota.h"
+#include "gpufair/policy/model.h"
+
+namespace gpufair::testing {
+
+inline MilliGpu gpus(double n) {
+  return static_cast<MilliGpu>(n * kMilliPerGpu);
+}
+
+class MakePod {
+ public:
+  MakePod(std::string ns, std::string name) {
+    pod_.ns = std::move(ns);
+    pod_.name = std::move(name);
+    pod_.uid = "uid-" + pod_.ns + "-" + pod_.name;
+  }
+  MakePod& uid(std::string u) {
+    pod_.uid = std::move(u);
+    return *this;
+  }
+  MakePod& gpus(double n) {
+    pod_.gpus = testing::gpus(n);
+    return *this;
+  }
+  MakePod& on(std::string node) {
+    pod_.nodeName = std::move(node);
+    pod_.phase = policy::PodPhase::kRunning;
+    return *this;
+  }
+  MakePod& phase(policy::PodPhase p) {
+    pod_.phase = p;
+    return *this;
+  }
+  MakePod& label(std::string k, std::string v) {
+    pod_.labels[std::move(k)] = std::move(v);
+    return *this;
+  }
+  MakePod& queue(std::string q) { return label(policy::kQueueLabel, std::move(q)); }
+  MakePod& overQuota() {
+    pod_.overQuota = true;
+    return label(policy::kOverQuotaLabel, "true");
+  }
+  MakePod& terminating() {
+    pod_.terminating = true;
+    return *this;
+  }
+  policy::Pod obj() const { return pod_; }
+  operator policy::Pod() const { return pod_; }  // NOLINT(google-explicit-constructor)
+
+ private:
+  policy::Pod pod_;
+};
+
+class MakeNode {
+ public:
+  explicit MakeNode(std::string name) { node_.name = std::move(name); }
+  MakeNode& gpus(double n) {
+    node_.allocatable = testing::gpus(n);
+    return *this;
+  }
+  MakeNode& unschedulable() {
+    node_.unschedulable = true;
+    return *this;
+  }
+  MakeNode& deleting() {
+    node_.deleting = true;
+    return *this;
+  }
+  policy::Node obj() const { return node_; }
+  operator policy::Node() const { return node_; }  // NOLINT(google-explicit-constructor)
+
+ private:
+  policy::Node node_;
+};
+
+class MakeQueue {
+ public:
+  explicit MakeQueue(std::string name) {
+    q_.name = name;
+    q_.namespaces = {std::move(name)};
+  }
+  MakeQueue& namespaces(std::vector<std::string> ns) {
+    q_.namespaces = std::move(ns);
+    return *this;
+  }
+  MakeQueue& deserved(double n) {
+    q_.gpu.deserved = testing::gpus(n);
+    return *this;
+  }
+  MakeQueue& limit(double n) {
+    q_.gpu.limit = testing::gpus(n);
+    return *this;
+  }
+  MakeQueue& weight(double w) {
+    q_.gpu.overQuotaWeight = w;
+    return *this;
+  }
+  QueueQuota obj() const { return q_; }
+  operator QueueQuota() const { return q_; }  // NOLINT(google-explicit-constructor)
+
+ private:
+  QueueQuota q_;
+};
+
+// A clock tests move by hand.
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(Timestamp start = Timestamp{std::chrono::seconds{1'800'000'000}})
+      : now_(start) {}
+  Timestamp now() const override { return now_; }
+  void advance(std::chrono::seconds d) { now_ += d; }
+
+ private:
+  Timestamp now_;
+};
+
+}  // namespace gpufair::testing
