@@ -1,0 +1,12 @@
+// The gpufair subcommands. Each returns the process exit code: 0 success, 1 failure, 2 usage error.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gpufair::app {
+
+int runServe(const std::vector<std::string>& args);
+int runValidate(const std::vector<std::string>& args);
+
+}  // namespace gpufair::app

@@ -1,0 +1,44 @@
+// gpufair: a GPU scheduler for shared Kubernetes clusters, as a kube-scheduler extender.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(Usage: gpufair COMMAND [flags]
+
+Commands:
+  serve      serve kube-scheduler's extender webhooks (see: gpufair serve --help)
+  validate   check quota files offline (see: gpufair validate --help)
+  version    print the version
+
+gpufair shares GPUs fairly between teams: per-team quotas, fragmentation-aware placement,
+and borrowing of idle GPUs.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "serve") return gpufair::app::runServe(args);
+    if (command == "validate") return gpufair::app::runValidate(args);
+    if (command == "version" || command == "--version") {
+      std::cout << "gpufair " << GPUFAIR_VERSION << "\n";
+      return 0;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "gpufair: " << e.what() << "\n";
+    return 1;
+  }
+  std::cerr << "gpufair: unknown command \"" << command << "\"\n\n" << kUsage;
+  return 2;
+}

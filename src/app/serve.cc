@@ -1,0 +1,207 @@
+// `gpufair serve`: the extender webhooks over a cluster from a file (demos, tests), and
+// `gpufair validate`: checks a quota file offline with the same code the service uses.
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "gpufair/api/binder.h"
+#include "gpufair/api/extender_service.h"
+#include "gpufair/api/server.h"
+#include "gpufair/config/cluster_file.h"
+#include "gpufair/config/quota.h"
+#include "gpufair/policy/scorer.h"
+#include "gpufair/state/mirror.h"
+
+#include "cli.h"
+#include "commands.h"
+
+namespace gpufair::app {
+namespace {
+
+const std::vector<FlagSpec>& serveFlags() {
+  static const std::vector<FlagSpec> kFlags = {
+      {"cluster", "serve a cluster read from this YAML/JSON file (nodes, pods, quota ConfigMaps)",
+       ""},
+      {"listen", "HOST:PORT for the webhooks; port 0 picks a free port", "127.0.0.1:8888"},
+      {"namespace", "gpufair's own namespace: quota ConfigMaps are read only from here",
+       "gpufair-system"},
+      {"scorer", "placement strategy: blockfit, binpack or spread", policy::kDefaultScorer},
+      {"threads", "HTTP io threads", "2"},
+      {"max-body-bytes", "largest request body accepted", std::to_string(64u << 20)},
+      {"read-timeout", "time a client has to send a whole request", "10s"},
+      {"idle-timeout", "keep-alive connections silent this long are closed", "90s"},
+      {"max-connections", "open connections beyond this are refused with 503", "1024"},
+      {"assume-ttl", "an unconfirmed binding is forgotten after this", "30s"},
+      {"pending-ttl", "a pod offered by kube-scheduler and not seen again is forgotten after this",
+       "15m"},
+      {"log-level", "trace, debug, info, warn or error", "info"},
+      {"help", "show this help", "", true},
+  };
+  return kFlags;
+}
+
+volatile std::sig_atomic_t gStop = 0;
+extern "C" void onSignal(int) {
+  gStop = 1;
+}
+
+int fail(const std::string& message, int code = 1) {
+  std::cerr << "gpufair: " << message << "\n";
+  return code;
+}
+
+Result<std::size_t> parseCount(const std::string& flag, const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const unsigned long long v = std::stoull(text, &used);
+    if (used == text.size() && v > 0) return static_cast<std::size_t>(v);
+  } catch (const std::exception&) {
+  }
+  return Result<std::size_t>::failure("--" + flag + " must be a positive whole number, not \"" +
+                                      text + "\"");
+}
+
+}  // namespace
+
+int runServe(const std::vector<std::string>& argv) {
+  const std::string summary =
+      "Serves kube-scheduler's extender webhooks (POST /filter, /prioritize, /preempt, /bind;\n"
+      "GET /healthz, /readyz, /debug/snapshot) on --listen.";
+  auto parsed = parseArgs(argv, serveFlags());
+  if (!parsed)
+    return fail(parsed.error() + "\n\n" + usage("serve [flags]", summary, serveFlags()), 2);
+  const ParsedArgs& args = *parsed;
+  if (args.has("help")) {
+    std::cout << usage("serve [flags]", summary, serveFlags());
+    return 0;
+  }
+  auto level = spdlog::level::from_str(args.get("log-level"));
+  if (level == spdlog::level::off && args.get("log-level") != "off") {
+    return fail("--log-level must be trace, debug, info, warn, error or off", 2);
+  }
+  spdlog::set_level(level);
+  if (!args.has("cluster")) {
+    return fail(
+        "serve needs --cluster FILE: this build serves a cluster described in a file; reading the "
+        "cluster from the Kubernetes API server is not built yet",
+        2);
+  }
+
+  api::ServerOptions options;
+  options.listen = args.get("listen");
+  struct {
+    const char* flag;
+    std::chrono::milliseconds* out;
+  } durations[] = {{"read-timeout", &options.readTimeout}, {"idle-timeout", &options.idleTimeout}};
+  for (auto& d : durations) {
+    auto ms = parseMillis(args.get(d.flag));
+    if (!ms) return fail("--" + std::string(d.flag) + ": " + ms.error(), 2);
+    *d.out = std::chrono::milliseconds{*ms};
+  }
+  for (auto [flag, out] : {std::pair{"max-body-bytes", &options.maxBodyBytes},
+                           std::pair{"max-connections", &options.maxConnections}}) {
+    auto n = parseCount(flag, args.get(flag));
+    if (!n) return fail(n.error(), 2);
+    *out = *n;
+  }
+  auto threads = parseCount("threads", args.get("threads"));
+  if (!threads || *threads > 64) return fail("--threads must be a whole number from 1 to 64", 2);
+  options.threads = static_cast<int>(*threads);
+  state::MirrorOptions mirrorOptions;
+  auto assumeTtl = parseMillis(args.get("assume-ttl"));
+  auto pendingTtl = parseMillis(args.get("pending-ttl"));
+  if (!assumeTtl) return fail("--assume-ttl: " + assumeTtl.error(), 2);
+  if (!pendingTtl) return fail("--pending-ttl: " + pendingTtl.error(), 2);
+  mirrorOptions.assumeTtl = std::chrono::seconds{std::max<long long>(1, *assumeTtl / 1000)};
+  mirrorOptions.pendingTtl = std::chrono::seconds{std::max<long long>(1, *pendingTtl / 1000)};
+
+  policy::ScorerPtr scorer = policy::makeScorer(args.get("scorer"));
+  if (!scorer) {
+    std::string known;
+    for (const auto& n : policy::scorerNames()) known += (known.empty() ? "" : ", ") + n;
+    return fail("--scorer " + args.get("scorer") + " is not a known strategy (" + known + ")", 2);
+  }
+
+  auto cluster = config::loadClusterFile(args.get("cluster"), args.get("namespace"));
+  if (!cluster) return fail("cannot load cluster file:\n" + cluster.error());
+  for (const auto& note : cluster->notes) spdlog::info("{}", note);
+
+  state::Mirror mirror(std::make_shared<SystemClock>(), mirrorOptions);
+  mirror.setQuotaConfig(cluster->quota);
+  for (auto& node : cluster->nodes) mirror.upsertNode(std::move(node));
+  for (auto& pod : cluster->pods) mirror.upsertPod(std::move(pod));
+
+  api::MemoryBinder binder;
+  api::ExtenderService service(mirror, *scorer, binder);
+  api::ExtenderServer server(service, options);
+  // The handler only sets a flag; the loop below notices it and stops the server.
+  std::signal(SIGINT, onSignal);
+  std::signal(SIGTERM, onSignal);
+  if (Status started = server.start(); !started.isOk()) return fail(started.reason());
+
+  auto snap = mirror.snapshot();
+  const std::string url = "http://" + [&] {
+    auto addr = api::parseListenAddress(options.listen);
+    std::string host = addr ? addr->host : "127.0.0.1";
+    if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+    if (host.find(':') != std::string::npos) host = "[" + host + "]";
+    return host;
+  }() + ":" + std::to_string(server.port());
+  spdlog::info("cluster {}: {} nodes, {} GPUs ({} free), {} queues, scorer {}", args.get("cluster"),
+               snap->nodes().size(), formatGpus(snap->capacity()), formatGpus(snap->free()),
+               snap->queues().size(), scorer->name());
+  std::cout << "gpufair is serving the extender webhooks on " << url << "\n"
+            << "  try:  curl -s " << url << "/debug/snapshot\n"
+            << "        curl -s -X POST " << url
+            << "/filter -H 'Content-Type: application/json' -d @examples/filter-request.json\n"
+            << "Press Ctrl-C to stop." << std::endl;
+
+  while (gStop == 0) {
+    struct timespec tick {
+      0, 200'000'000
+    };
+    nanosleep(&tick, nullptr);
+    static int ticks = 0;
+    if (++ticks % 5 == 0) {
+      if (std::size_t n = mirror.expire(); n > 0) spdlog::info("forgot {} expired pods", n);
+    }
+  }
+  spdlog::info("stopping: finishing requests in flight");
+  server.stop();
+  return 0;
+}
+
+int runValidate(const std::vector<std::string>& argv) {
+  const std::vector<FlagSpec> flags = {{"help", "show this help", "", true}};
+  const std::string summary =
+      "Checks quota files offline with the service's own parser: a queues.yaml document or a\n"
+      "ConfigMap manifest carrying it. Prints every problem as FILE:LINE:COL: what is wrong.";
+  auto parsed = parseArgs(argv, flags);
+  if (!parsed) return fail(parsed.error(), 2);
+  if (parsed->has("help") || parsed->positional.empty()) {
+    std::cout << usage("validate FILE...", summary, flags);
+    return parsed->has("help") ? 0 : 2;
+  }
+  int status = 0;
+  for (const auto& path : parsed->positional) {
+    auto quota = config::loadQuotaFile(path);
+    if (!quota) {
+      std::cerr << quota.error() << "\n";
+      status = 1;
+      continue;
+    }
+    std::cout << path << ": ok, " << quota->queues.size() << " queue"
+              << (quota->queues.size() == 1 ? "" : "s") << "\n";
+    for (const auto& q : quota->queues) {
+      std::cout << "  " << q.name << ": deserved " << formatGpus(q.gpu.deserved) << ", limit "
+                << (q.gpu.limit ? formatGpus(*q.gpu.limit) : "none") << ", overQuotaWeight "
+                << q.gpu.overQuotaWeight << "\n";
+    }
+  }
+  return status;
+}
+
+}  // namespace gpufair::app
