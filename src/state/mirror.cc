@@ -1,6 +1,7 @@
 #include "gpufair/state/mirror.h"
 
 #include <algorithm>
+#include <unordered_set>
 #include <utility>
 
 namespace gpufair::state {
@@ -79,6 +80,10 @@ void Mirror::removeLocked(const std::string& uid) {
 
 void Mirror::upsertPod(policy::Pod pod) {
   std::lock_guard lock(mu_);
+  upsertPodLocked(std::move(pod), clock_->now());
+}
+
+void Mirror::upsertPodLocked(policy::Pod pod, Timestamp now) {
   if (pod.uid.empty()) pod.uid = keyOf(pod);
   pod.queue = policy::resolveQueue(quota_, pod.ns, pod.labels);
   pod.assumed = false;
@@ -94,8 +99,36 @@ void Mirror::upsertPod(policy::Pod pod) {
       if (pod.nodeName == old.nodeName) pod.overQuota = pod.overQuota || old.overQuota;
     }
   }
-  const Timestamp now = clock_->now();
   storeLocked(std::make_shared<const policy::Pod>(std::move(pod)), now, true);
+}
+
+void Mirror::replaceNodes(std::vector<policy::Node> nodes) {
+  std::lock_guard lock(mu_);
+  std::unordered_map<std::string, policy::Node> next;
+  next.reserve(nodes.size());
+  for (auto& n : nodes) {
+    std::string name = n.name;
+    next.insert_or_assign(std::move(name), std::move(n));
+  }
+  nodes_ = std::move(next);
+  allDirty_ = true;
+}
+
+void Mirror::replacePods(std::vector<policy::Pod> pods) {
+  std::lock_guard lock(mu_);
+  const Timestamp now = clock_->now();
+  std::unordered_set<std::string> listed;
+  listed.reserve(pods.size());
+  for (auto& p : pods) {
+    if (p.uid.empty()) p.uid = keyOf(p);
+    listed.insert(p.uid);
+  }
+  std::vector<std::string> gone;
+  for (const auto& [uid, entry] : pods_) {
+    if (entry.fromApi && listed.count(uid) == 0) gone.push_back(uid);
+  }
+  for (const auto& uid : gone) removeLocked(uid);
+  for (auto& p : pods) upsertPodLocked(std::move(p), now);
 }
 
 void Mirror::deletePod(std::string_view uid) {

@@ -193,3 +193,35 @@ TEST_F(MirrorTest, ConcurrentReadersAndWriters) {
 
 }  // namespace
 }  // namespace gpufair::state
+
+namespace gpufair::state {
+namespace {
+
+TEST_F(MirrorTest, RelistDropsWhatWasDeletedWhileAway) {
+  mirror_.upsertPod(MakePod("team-a", "kept").gpus(1).on("n1"));
+  mirror_.upsertPod(MakePod("team-a", "deleted").gpus(2).on("n1"));
+  mirror_.notePending(MakePod("team-b", "offered").gpus(1));
+  mirror_.replacePods(
+      {MakePod("team-a", "kept").gpus(1).on("n1"), MakePod("team-b", "new").gpus(1).on("n2")});
+  EXPECT_EQ(usedOn("n1"), testing::gpus(1));
+  EXPECT_EQ(usedOn("n2"), testing::gpus(1));
+  EXPECT_EQ(mirror_.findPod("uid-team-a-deleted"), nullptr);
+  EXPECT_NE(mirror_.findPod("uid-team-b-offered"),
+            nullptr);  // only offered: not the list's business
+
+  mirror_.replaceNodes({MakeNode("n2").gpus(8)});
+  auto snap = mirror_.snapshot();
+  EXPECT_EQ(snap->findNode("n1"), nullptr);
+  EXPECT_EQ(snap->findNode("n2")->allocatable(), testing::gpus(8));
+  EXPECT_EQ(snap->nodes().size(), 1u);
+}
+
+TEST_F(MirrorTest, RelistKeepsAssumptionsTheServerHasNotSeenYet) {
+  mirror_.notePending(MakePod("team-a", "p").gpus(2));
+  ASSERT_TRUE(mirror_.assume("uid-team-a-p", "n1").ok());
+  mirror_.replacePods({MakePod("team-a", "p").gpus(2)});  // listed, still unbound
+  EXPECT_EQ(usedOn("n1"), testing::gpus(2));
+}
+
+}  // namespace
+}  // namespace gpufair::state

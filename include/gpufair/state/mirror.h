@@ -67,6 +67,12 @@ class Mirror {
   void upsertPod(policy::Pod pod);
   void deletePod(std::string_view uid);
 
+  // A complete LIST from the API server (after start-up or a 410 Gone): nodes, or pods, absent from
+  // it were deleted while the watch was down and are dropped. Pods only offered by kube-scheduler
+  // (never seen from the API) are kept; they expire as usual.
+  void replaceNodes(std::vector<policy::Node> nodes);
+  void replacePods(std::vector<policy::Pod> pods);
+
   // Replaces the quota config; every pod's queue is resolved again.
   void setQuotaConfig(QuotaConfig config);
   QuotaConfig quotaConfig() const;
@@ -102,6 +108,7 @@ class Mirror {
   // Replaces (or inserts) the entry for pod->uid, keeping node indexes and dirty marks right.
   void storeLocked(policy::PodPtr pod, Timestamp seen, bool fromApi);
   void removeLocked(const std::string& uid);
+  void upsertPodLocked(policy::Pod pod, Timestamp now);
   void markLocked(const policy::Pod& pod);  // marks what a change of this pod affects
   policy::SnapshotPtr rebuildLocked() const;
 

@@ -1,0 +1,84 @@
+// KubeClient: the transport to kube-apiserver, and nothing more. It knows where the server is and how
+// to authenticate (service account token re-read when it rotates, client certificates, CA bundles),
+// sends one request and returns the status and body, or streams a long response line by line (watch).
+// Everything Kubernetes-specific on top (list pages, watch events, bindings, patches, events, leases,
+// evictions) is written against this interface, so tests drive it with a fake API server or a mock.
+// Thread-safety: implementations must allow concurrent send() and stream() calls from many threads.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "gpufair/common/status.h"
+
+namespace gpufair::k8s {
+
+struct ApiRequest {
+  std::string method = "GET";  // GET, POST, PUT, PATCH, DELETE
+  std::string path;            // absolute path with query, e.g. "/api/v1/pods?limit=500"
+  std::string body;
+  std::string contentType = "application/json";  // for PATCH: application/merge-patch+json etc.
+  std::chrono::milliseconds timeout{30'000};     // whole request; for stream(): until first byte
+};
+
+struct ApiResponse {
+  int status = 0;              // HTTP status; 0 when the request never got an answer
+  std::string body;            // for stream(): the body of a non-2xx answer only
+  std::string transportError;  // connection refused, TLS failure, timeout, stream broken, ...
+
+  bool ok() const { return transportError.empty() && status >= 200 && status < 300; }
+  // A one-line description for logs and errors: "HTTP 404: pods \"x\" not found" or the transport
+  // error. Never contains credentials.
+  std::string describe() const;
+};
+
+// Called with each complete line of a streamed body (without the newline). Return false to stop.
+using LineHandler = std::function<bool(std::string_view line)>;
+
+class KubeClient {
+ public:
+  virtual ~KubeClient() = default;
+  virtual ApiResponse send(const ApiRequest& request) = 0;
+  // Streams a long response (watch): calls onLine for each line until the server ends the stream,
+  // the connection breaks (transportError set), onLine returns false, or `cancel` becomes true
+  // (checked at least every 500 ms). A non-2xx answer is returned with its body and no lines.
+  virtual ApiResponse stream(const ApiRequest& request, const LineHandler& onLine,
+                             const std::atomic<bool>& cancel) = 0;
+  // "https://10.0.0.1:443", for logs.
+  virtual std::string server() const = 0;
+};
+using KubeClientPtr = std::shared_ptr<KubeClient>;
+
+// Where and how to connect, from a kubeconfig file or the in-cluster environment.
+struct ClientConfig {
+  std::string server;                // https://host:port
+  std::string caData;                // PEM; empty: use caFile or system roots
+  std::string caFile;
+  std::string clientCertData;        // PEM
+  std::string clientKeyData;         // PEM
+  std::string clientCertFile;
+  std::string clientKeyFile;
+  std::string token;                 // bearer token
+  std::string tokenFile;             // re-read when it changes (service account token rotation)
+  bool insecureSkipTlsVerify = false;
+  std::string ns;                    // the context's (or service account's) namespace, if any
+};
+
+// kubeconfig: the current context (or `context` when not empty), its cluster and user.
+// Relative file paths are resolved against the kubeconfig's directory. Errors name the field.
+Result<ClientConfig> loadKubeconfig(const std::string& path, const std::string& context = "");
+Result<ClientConfig> parseKubeconfig(std::string_view yaml, const std::string& baseDir,
+                                     const std::string& context = "");
+// In-cluster: KUBERNETES_SERVICE_HOST/PORT, /var/run/secrets/kubernetes.io/serviceaccount/{token,
+// ca.crt,namespace}. `root` replaces that directory in tests.
+Result<ClientConfig> inClusterConfig(
+    const std::string& root = "/var/run/secrets/kubernetes.io/serviceaccount");
+
+// The cpprestsdk (HTTPS) implementation.
+Result<KubeClientPtr> makeKubeClient(const ClientConfig& config);
+
+}  // namespace gpufair::k8s

@@ -1,0 +1,72 @@
+// Reflector: keeps a local copy of one resource in step with the API server, as client-go's
+// reflector does: paginated LIST (limit/continue), then WATCH from the list's resourceVersion with
+// allowWatchBookmarks; resume from the last seen resourceVersion when the stream drops; on 410 Gone
+// (or an ERROR event with code 410) LIST again and reconcile, so deletions that happened while away
+// are seen; jittered exponential backoff on errors.
+// Thread-safety: run() on one thread; stop(), synced() and the accessors from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufair/common/clock.h"
+#include "gpufair/k8s/client.h"
+
+namespace gpufair::k8s {
+
+// What a reflector feeds. Objects arrive as their raw JSON text (the "object" of a watch event, or an
+// item of a list); the sink decodes what it needs.
+class ReflectorSink {
+ public:
+  virtual ~ReflectorSink() = default;
+  // A complete LIST: the sink replaces everything it holds of this resource with `items`
+  // (objects absent from it were deleted while we were away).
+  virtual void replace(const std::vector<std::string>& items) = 0;
+  virtual void added(std::string_view object) = 0;
+  virtual void modified(std::string_view object) = 0;
+  virtual void deleted(std::string_view object) = 0;
+};
+
+struct ReflectorOptions {
+  std::string name;           // "pods", for logs and metrics
+  std::string listPath;       // "/api/v1/pods" or "/api/v1/namespaces/NS/configmaps"
+  std::string labelSelector;  // optional
+  std::string fieldSelector;  // optional
+  int pageSize = 500;
+  std::chrono::seconds watchTimeout{300};  // timeoutSeconds of each watch (server ends it cleanly)
+  std::chrono::milliseconds backoffInitial{800};
+  std::chrono::milliseconds backoffMax{30'000};
+};
+
+struct ReflectorStats {
+  std::uint64_t lists = 0;
+  std::uint64_t watchRestarts = 0;
+  std::uint64_t events = 0;
+  std::uint64_t gone = 0;  // 410s answered by a relist
+  std::string resourceVersion;
+};
+
+class Reflector {
+ public:
+  Reflector(KubeClientPtr client, ReflectorOptions options, ReflectorSink& sink, ClockPtr clock);
+  ~Reflector();
+
+  // Lists and watches until stop(). Never throws; errors are logged and retried with backoff.
+  void run();
+  void stop();
+  bool synced() const;  // a first complete LIST has reached the sink
+  // When the reflector last had a working stream (or finished a list); for readiness.
+  Timestamp lastHealthy() const;
+  ReflectorStats stats() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace gpufair::k8s
