@@ -431,7 +431,18 @@ Result<Timestamp> parseTimestamp(std::string_view text) {
   tm.tm_min = minute;
   tm.tm_sec = second;
   const std::time_t t = timegm(&tm);
-  return Timestamp{std::chrono::seconds{t - offset}} +
+  // Timestamp counts nanoseconds in int64 (years 1677..2262); outside that the conversion would
+  // overflow, so such a time is an error rather than a wrapped-around value.
+  using std::chrono::seconds;
+  constexpr auto kMaxSeconds =
+      std::chrono::duration_cast<seconds>(Timestamp::duration::max()).count();
+  constexpr auto kMinSeconds =
+      std::chrono::duration_cast<seconds>(Timestamp::duration::min()).count();
+  const long long utcSeconds = static_cast<long long>(t) - offset;
+  if (utcSeconds >= kMaxSeconds || utcSeconds <= kMinSeconds) {
+    return R::failure("timestamp \"" + std::string(text) + "\" is out of range");
+  }
+  return Timestamp{seconds{utcSeconds}} +
          std::chrono::duration_cast<Timestamp::duration>(std::chrono::nanoseconds{nanos});
 }
 
