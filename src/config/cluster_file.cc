@@ -8,6 +8,7 @@
 
 #include "gpufair/codec/objects.h"
 #include "gpufair/config/quota.h"
+
 #include "quota_document.h"
 #include "yaml_support.h"
 
@@ -17,7 +18,9 @@ namespace {
 using detail::child;
 using detail::Locator;
 
-std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string inQuotes(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
 
 std::string plural(std::size_t n, std::string_view word) {
   return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
@@ -61,7 +64,8 @@ class ClusterLoader {
       kind = impliedKind;
     }
     if (kind.empty()) {
-      errors_.add(file_, object.Mark(), "object has no kind (expected Node, Pod, ConfigMap or List)");
+      errors_.add(file_, object.Mark(),
+                  "object has no kind (expected Node, Pod, ConfigMap or List)");
       return;
     }
     if (kind.ends_with("List")) {
@@ -153,9 +157,9 @@ class ClusterLoader {
       return;
     }
     if (ns != namespace_) {
-      out_.notes.push_back(at(object) + "ignored " + name + ": quota ConfigMaps are read only from " +
-                           "gpufair's namespace " + inQuotes(namespace_) +
-                           ", so this one grants no quota");
+      out_.notes.push_back(at(object) + "ignored " + name +
+                           ": quota ConfigMaps are read only from " + "gpufair's namespace " +
+                           inQuotes(namespace_) + ", so this one grants no quota");
       return;
     }
     if (auto source = detail::parseQuotaConfigMap(object, text_, file_, errors_)) {
@@ -190,8 +194,9 @@ class ClusterLoader {
                            " (gpufair reads Node, Pod and quota ConfigMap objects)");
     }
     if (unlabelledConfigMaps_ > 0) {
-      out_.notes.push_back(file_.source + ": ignored " + plural(unlabelledConfigMaps_, "ConfigMap") +
-                           " without label " + kQuotaConfigLabel + ": \"true\"");
+      out_.notes.push_back(file_.source + ": ignored " +
+                           plural(unlabelledConfigMaps_, "ConfigMap") + " without label " +
+                           kQuotaConfigLabel + ": \"true\"");
     }
     std::string summary = file_.source + ": read " + plural(out_.nodes.size(), "Node") + ", " +
                           plural(out_.pods.size(), "Pod") + ", " +

@@ -2,18 +2,20 @@
 #include <vector>
 
 #include "gpufair/config/quota.h"
+
 #include "quota_document.h"
 #include "yaml_support.h"
 
 namespace gpufair::config {
 namespace detail {
 
-std::optional<QuotaSource> parseQuotaConfigMap(const YAML::Node& configMap, std::string_view fileText,
-                                               const Locator& file, ErrorList& errors) {
+std::optional<QuotaSource> parseQuotaConfigMap(const YAML::Node& configMap,
+                                               std::string_view fileText, const Locator& file,
+                                               ErrorList& errors) {
   YAML::Node metadata = child(configMap, "metadata");
   std::string ns = scalarAt(metadata, "namespace");
-  std::string name = "ConfigMap " + (ns.empty() ? std::string() : ns + "/") +
-                     scalarAt(metadata, "name");
+  std::string name =
+      "ConfigMap " + (ns.empty() ? std::string() : ns + "/") + scalarAt(metadata, "name");
   YAML::Node value = child(child(configMap, "data"), kQuotaKey);
   if (!value.IsScalar()) {
     errors.add(file, configMap.Mark(),

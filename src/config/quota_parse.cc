@@ -3,12 +3,14 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "gpufair/common/quantity.h"
 #include "gpufair/config/duration.h"
 #include "gpufair/config/quota.h"
+
 #include "quota_document.h"
 #include "yaml_support.h"
 
@@ -16,14 +18,18 @@ namespace gpufair::config {
 namespace detail {
 namespace {
 
-const std::vector<std::string_view> kTopKeys = {"queues", "defaultQueue"};
-const std::vector<std::string_view> kQueueKeys = {"name", "namespaces", "gpu", "reclaimMinRuntime"};
-const std::vector<std::string_view> kDefaultQueueKeys = {"gpu", "reclaimMinRuntime"};
-const std::vector<std::string_view> kGpuKeys = {"deserved", "limit", "overQuotaWeight"};
+constexpr std::string_view kTopKeys[] = {"queues", "defaultQueue"};
+constexpr std::string_view kQueueKeys[] = {"name", "namespaces", "gpu", "reclaimMinRuntime"};
+constexpr std::string_view kDefaultQueueKeys[] = {"gpu", "reclaimMinRuntime"};
+constexpr std::string_view kGpuKeys[] = {"deserved", "limit", "overQuotaWeight"};
 
-std::string inQuotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string inQuotes(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
 
-bool present(const YAML::Node& node) { return node.IsDefined() && !node.IsNull(); }
+bool present(const YAML::Node& node) {
+  return node.IsDefined() && !node.IsNull();
+}
 
 class QuotaParser {
  public:
@@ -55,7 +61,7 @@ class QuotaParser {
   // repeated keys where they stand.
   template <typename OnKey>
   void visitKeys(const YAML::Node& map, std::string_view owner,
-                 const std::vector<std::string_view>& allowed, OnKey&& onKey) {
+                 std::span<const std::string_view> allowed, OnKey&& onKey) {
     std::map<std::string, int, std::less<>> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
       const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
@@ -66,7 +72,7 @@ class QuotaParser {
         continue;
       }
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) {
-        onKey(std::string_view(key), it->second);
+        onKey(key, it->second);
         continue;
       }
       std::string what = "unknown key " + inQuotes(key) + " in " + std::string(owner);
@@ -80,7 +86,8 @@ class QuotaParser {
   void parseQueues(const YAML::Node& queues, std::vector<QueueQuota>& out) {
     if (!present(queues)) return;
     if (!queues.IsSequence()) {
-      error(queues.Mark(), std::string("queues must be a list of queues, found ") + describe(queues));
+      error(queues.Mark(),
+            std::string("queues must be a list of queues, found ") + describe(queues));
       return;
     }
     std::size_t index = 0;
@@ -122,8 +129,9 @@ class QuotaParser {
     if (queue.name.empty()) {
       error(name.Mark(), owner + ": name is empty");
     } else if (queue.name == kDefaultQueueName) {
-      error(name.Mark(), "queue name \"default\" is reserved for the default queue "
-                         "(configure it under defaultQueue)");
+      error(name.Mark(),
+            "queue name \"default\" is reserved for the default queue "
+            "(configure it under defaultQueue)");
     } else if (!isDns1123Label(queue.name)) {
       error(name.Mark(), "queue name " + inQuotes(queue.name) +
                              " is not a valid DNS-1123 label (lower-case letters, digits and "
@@ -156,8 +164,8 @@ class QuotaParser {
   void parseNamespaces(const YAML::Node& node, const std::string& owner, QueueQuota& queue) {
     if (!present(node)) return;
     if (!node.IsSequence()) {
-      error(node.Mark(), owner + ": namespaces must be a list of namespace names, found " +
-                             describe(node));
+      error(node.Mark(),
+            owner + ": namespaces must be a list of namespace names, found " + describe(node));
       return;
     }
     for (const auto& item : node) {
@@ -168,14 +176,15 @@ class QuotaParser {
       }
       const std::string& ns = item.Scalar();
       if (!isDns1123Label(ns)) {
-        error(item.Mark(), owner + ": " + inQuotes(ns) +
-                               " is not a valid namespace name (a DNS-1123 label)");
+        error(item.Mark(),
+              owner + ": " + inQuotes(ns) + " is not a valid namespace name (a DNS-1123 label)");
         continue;
       }
       auto [at, fresh] = namespaceOwners_.emplace(ns, Owner{owner, where_.fileLine(item.Mark())});
       if (!fresh) {
-        error(item.Mark(), "namespace " + inQuotes(ns) + " is listed in " + owner + " and already in " +
-                               at->second.queue + " (line " + std::to_string(at->second.line) +
+        error(item.Mark(), "namespace " + inQuotes(ns) + " is listed in " + owner +
+                               " and already in " + at->second.queue + " (line " +
+                               std::to_string(at->second.line) +
                                "); a namespace belongs to one queue");
         continue;
       }
@@ -208,8 +217,8 @@ class QuotaParser {
       }
     });
     if (deserved && limitValue && *limitValue < *deserved) {
-      error(limitMark, owner + ": gpu.limit " + formatGpus(*limitValue) + " is below gpu.deserved " +
-                           formatGpus(*deserved));
+      error(limitMark, owner + ": gpu.limit " + formatGpus(*limitValue) +
+                           " is below gpu.deserved " + formatGpus(*deserved));
     }
   }
 
@@ -262,8 +271,8 @@ class QuotaParser {
   void parseMinRuntime(const YAML::Node& node, const std::string& owner, QueueQuota& queue) {
     if (!present(node)) return;
     if (!node.IsScalar()) {
-      error(node.Mark(), owner + ": reclaimMinRuntime must be a duration such as 10m, found " +
-                             describe(node));
+      error(node.Mark(),
+            owner + ": reclaimMinRuntime must be a duration such as 10m, found " + describe(node));
       return;
     }
     auto value = parseGoDurationSeconds(node.Scalar());
@@ -299,8 +308,8 @@ Result<QuotaSource> parseQuotaText(std::string_view text, const Locator& where) 
     if (doc.IsDefined() && !doc.IsNull()) nonEmpty.push_back(doc);
   }
   if (nonEmpty.empty()) {
-    return Result<QuotaSource>::failure(where.source + ": empty document: expected a map with keys " +
-                                        joinWords(kTopKeys));
+    return Result<QuotaSource>::failure(
+        where.source + ": empty document: expected a map with keys " + joinWords(kTopKeys));
   }
   ErrorList errors;
   if (nonEmpty.size() > 1) {

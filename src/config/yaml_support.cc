@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 namespace gpufair::config::detail {
 namespace {
@@ -40,13 +40,27 @@ void appendJsonString(std::string_view s, std::string& out) {
   out += '"';
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += "\\u00";
@@ -185,7 +199,8 @@ Locator embeddedLocator(const YAML::Node& value, std::string_view fileText, cons
   Locator fallback{file.line(value.Mark()) + ": " + std::string(context), 0, 0};
   const YAML::Mark mark = value.Mark();
   if (mark.is_null() || mark.line < 0 || mark.column < 0) return fallback;
-  // Find the start of the mark's line, then check that a literal block ("|", "|-", "|+") starts there.
+  // Find the start of the mark's line, then check that a literal block ("|", "|-", "|+") starts
+  // there.
   std::size_t pos = 0;
   for (int line = 0; line < mark.line; ++line) {
     pos = fileText.find('\n', pos);
@@ -219,11 +234,16 @@ std::string toJson(const YAML::Node& node) {
 
 const char* describe(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Null: return "null";
-    case YAML::NodeType::Undefined: return "nothing";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Undefined:
+      return "nothing";
   }
   return "nothing";
 }
@@ -244,15 +264,18 @@ std::string scalarAt(const YAML::Node& map, std::string_view key) {
 Result<std::string> readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return Result<std::string>::failure(path + ": cannot open: " + std::strerror(errno));
+    return Result<std::string>::failure(path +
+                                        ": cannot open: " + std::generic_category().message(errno));
   }
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) return Result<std::string>::failure(path + ": cannot read: " + std::strerror(errno));
+  if (in.bad())
+    return Result<std::string>::failure(path +
+                                        ": cannot read: " + std::generic_category().message(errno));
   return text.str();
 }
 
-std::string joinWords(const std::vector<std::string_view>& words) {
+std::string joinWords(std::span<const std::string_view> words) {
   std::string out;
   for (auto w : words) {
     if (!out.empty()) out += ", ";
@@ -261,7 +284,7 @@ std::string joinWords(const std::vector<std::string_view>& words) {
   return out;
 }
 
-std::string_view closestWord(std::string_view word, const std::vector<std::string_view>& candidates) {
+std::string_view closestWord(std::string_view word, std::span<const std::string_view> candidates) {
   std::string_view best;
   std::size_t bestDistance = 3;
   for (auto c : candidates) {

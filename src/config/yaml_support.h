@@ -3,6 +3,7 @@
 // yaml-cpp stays inside src/config; nothing here is part of the public API.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,7 +52,8 @@ Locator embeddedLocator(const YAML::Node& value, std::string_view fileText, cons
 
 // JSON text of a YAML tree. Plain (unquoted) scalars that are JSON numbers or true/false become
 // numbers and bools; null stays null; every other scalar, and every quoted one, is a string. Values
-// of Kubernetes string maps (labels, annotations, nodeSelector, matchLabels, data) are always strings.
+// of Kubernetes string maps (labels, annotations, nodeSelector, matchLabels, data) are always
+// strings.
 std::string toJson(const YAML::Node& node);
 
 // "a map", "a list", "a string", "null": what a node is, for messages.
@@ -66,9 +68,9 @@ std::string scalarAt(const YAML::Node& map, std::string_view key);
 Result<std::string> readFile(const std::string& path);
 
 // `words` joined as "a, b, c".
-std::string joinWords(const std::vector<std::string_view>& words);
+std::string joinWords(std::span<const std::string_view> words);
 
 // The closest of `candidates` to `word` when it is a likely typo (edit distance <= 2), else "".
-std::string_view closestWord(std::string_view word, const std::vector<std::string_view>& candidates);
+std::string_view closestWord(std::string_view word, std::span<const std::string_view> candidates);
 
 }  // namespace gpufair::config::detail

@@ -4,9 +4,10 @@
 // `items`), several YAML documents separated by `---`, a single object, or the same in JSON.
 //
 // Read: Nodes, Pods, and quota ConfigMaps (label gpufair.io/quota-config: "true", key queues.yaml)
-// from gpufair's own namespace only; several quota ConfigMaps are merged (config/quota.h). A labelled
-// ConfigMap in another namespace grants nothing and is noted. Other objects are noted and ignored.
-// Pods without metadata.namespace are in "default"; without metadata.uid their uid is "ns/name".
+// from gpufair's own namespace only; several quota ConfigMaps are merged (config/quota.h). A
+// labelled ConfigMap in another namespace grants nothing and is noted. Other objects are noted and
+// ignored. Pods without metadata.namespace are in "default"; without metadata.uid their uid is
+// "ns/name".
 //
 // Any problem (YAML syntax, an object without kind, a malformed quantity, duplicate node names or
 // pod uids, invalid quotas) fails the whole load with every problem as "FILE:LINE[:COL]: what".
@@ -26,7 +27,7 @@ namespace gpufair::config {
 struct ClusterObjects {
   std::vector<policy::Node> nodes;  // in file order
   std::vector<policy::Pod> pods;    // in file order
-  QuotaConfig quota;                // merged quota ConfigMaps; the default config when there are none
+  QuotaConfig quota;  // merged quota ConfigMaps; the default config when there are none
   // What was read and what was ignored, and why: one sentence each, for the start-up log.
   std::vector<std::string> notes;
 };

@@ -7,8 +7,8 @@
 //     reclaimMinRuntime: 10m           # optional Go duration
 //   defaultQueue: {gpu: {deserved: 0, overQuotaWeight: 1}}   # namespaces in no queue
 //
-// GPU amounts are YAML numbers or Kubernetes quantity strings ("2.5", "500m"); limit is optional (no
-// limit); overQuotaWeight is a non-negative number (default 1). Every problem in a document is
+// GPU amounts are YAML numbers or Kubernetes quantity strings ("2.5", "500m"); limit is optional
+// (no limit); overQuotaWeight is a non-negative number (default 1). Every problem in a document is
 // reported, one per line, as "source:LINE:COL: what is wrong".
 //
 // Errors are values (Result); nothing here throws. Thread-safety: free functions over value types.
@@ -24,7 +24,8 @@
 
 namespace gpufair::config {
 
-// ConfigMaps with this label set to "true", in gpufair's own namespace, hold quotas under kQuotaKey.
+// ConfigMaps with this label set to "true", in gpufair's own namespace, hold quotas under
+// kQuotaKey.
 inline constexpr const char* kQuotaConfigLabel = "gpufair.io/quota-config";
 inline constexpr const char* kQuotaKey = "queues.yaml";
 
@@ -44,10 +45,11 @@ Result<QuotaConfig> parseQuotaYaml(std::string_view text, std::string_view sourc
 Result<QuotaSource> parseQuotaSource(std::string_view text, std::string_view source);
 
 // Merges several documents into one config: queues concatenated and sorted by name. A queue name
-// defined twice, a namespace listed in two queues, or defaultQueue set by more than one source is an
-// error naming both sources. All conflicts are reported.
+// defined twice, a namespace listed in two queues, or defaultQueue set by more than one source is
+// an error naming both sources. All conflicts are reported.
 Result<QuotaConfig> mergeQuotaSources(const std::vector<QuotaSource>& sources);
-// As above for (source, config) pairs; a config "sets" defaultQueue when it differs from the default.
+// As above for (source, config) pairs; a config "sets" defaultQueue when it differs from the
+// default.
 Result<QuotaConfig> mergeQuotaConfigs(
     const std::vector<std::pair<std::string, QuotaConfig>>& sources);
 
