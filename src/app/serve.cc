@@ -175,31 +175,51 @@ int runServe(const std::vector<std::string>& argv) {
 }
 
 int runValidate(const std::vector<std::string>& argv) {
-  const std::vector<FlagSpec> flags = {{"help", "show this help", "", true}};
+  const std::vector<FlagSpec> flags = {
+      {"namespace", "gpufair's namespace, for quota ConfigMaps in cluster files", "gpufair-system"},
+      {"help", "show this help", "", true}};
   const std::string summary =
-      "Checks quota files offline with the service's own parser: a queues.yaml document or a\n"
-      "ConfigMap manifest carrying it. Prints every problem as FILE:LINE:COL: what is wrong.";
+      "Checks files offline with the service's own parsers: a queues.yaml document, a ConfigMap\n"
+      "manifest carrying one, or a cluster file for serve --cluster (Nodes, Pods, ConfigMaps).\n"
+      "Prints every problem as FILE:LINE:COL: what is wrong; exits 1 if any file is invalid.";
   auto parsed = parseArgs(argv, flags);
   if (!parsed) return fail(parsed.error(), 2);
   if (parsed->has("help") || parsed->positional.empty()) {
-    std::cout << usage("validate FILE...", summary, flags);
+    std::cout << usage("validate [flags] FILE...", summary, flags);
     return parsed->has("help") ? 0 : 2;
   }
-  int status = 0;
-  for (const auto& path : parsed->positional) {
-    auto quota = config::loadQuotaFile(path);
-    if (!quota) {
-      std::cerr << quota.error() << "\n";
-      status = 1;
-      continue;
-    }
-    std::cout << path << ": ok, " << quota->queues.size() << " queue"
-              << (quota->queues.size() == 1 ? "" : "s") << "\n";
-    for (const auto& q : quota->queues) {
-      std::cout << "  " << q.name << ": deserved " << formatGpus(q.gpu.deserved) << ", limit "
+  auto printQueues = [](const QuotaConfig& quota) {
+    for (const auto& q : quota.queues) {
+      std::cout << "  queue " << q.name << ": deserved " << formatGpus(q.gpu.deserved) << ", limit "
                 << (q.gpu.limit ? formatGpus(*q.gpu.limit) : "none") << ", overQuotaWeight "
                 << q.gpu.overQuotaWeight << "\n";
     }
+  };
+  int status = 0;
+  for (const auto& path : parsed->positional) {
+    auto quota = config::loadQuotaFile(path);
+    if (quota) {
+      std::cout << path << ": ok, " << quota->queues.size() << " queue"
+                << (quota->queues.size() == 1 ? "" : "s") << "\n";
+      printQueues(*quota);
+      continue;
+    }
+    // Not a quota file? It may be a whole cluster file (Nodes and Pods as well).
+    if (quota.error().find("expected queues.yaml or a ConfigMap") != std::string::npos) {
+      auto cluster = config::loadClusterFile(path, parsed->get("namespace"));
+      if (cluster) {
+        std::cout << path << ": ok, cluster file with " << cluster->nodes.size() << " nodes, "
+                  << cluster->pods.size() << " pods, " << cluster->quota.queues.size()
+                  << " queues\n";
+        printQueues(cluster->quota);
+        for (const auto& note : cluster->notes) std::cout << "  note: " << note << "\n";
+        continue;
+      }
+      std::cerr << cluster.error() << "\n";
+    } else {
+      std::cerr << quota.error() << "\n";
+    }
+    status = 1;
   }
   return status;
 }
