@@ -1,5 +1,7 @@
 // `gpufair serve`: the extender webhooks over a cluster from a file (demos, tests), and
 // `gpufair validate`: checks a quota file offline with the same code the service uses.
+#include <malloc.h>
+
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -133,6 +135,10 @@ int runServe(const std::vector<std::string>& argv) {
   mirror.setQuotaConfig(cluster->quota);
   for (auto& node : cluster->nodes) mirror.upsertNode(std::move(node));
   for (auto& pod : cluster->pods) mirror.upsertPod(std::move(pod));
+  cluster = Result<config::ClusterObjects>::failure("");  // the parsed copy is no longer needed
+  // Parsing a large file leaves hundreds of MiB of freed YAML nodes in glibc's arenas; hand them
+  // back so resident memory reflects what the service holds (bench/RESULTS.md: 567 -> 95 MiB).
+  malloc_trim(0);
 
   api::MemoryBinder binder;
   api::ExtenderService service(mirror, *scorer, binder);
