@@ -20,9 +20,9 @@ struct Route {
 };
 
 constexpr Route kRoutes[] = {
-    {"/filter", "POST", Verb::kFilter},       {"/prioritize", "POST", Verb::kPrioritize},
-    {"/preempt", "POST", Verb::kPreempt},     {"/bind", "POST", Verb::kBind},
-    {"/healthz", "GET", Verb::kHealthz},      {"/readyz", "GET", Verb::kReadyz},
+    {"/filter", "POST", Verb::kFilter},          {"/prioritize", "POST", Verb::kPrioritize},
+    {"/preempt", "POST", Verb::kPreempt},        {"/bind", "POST", Verb::kBind},
+    {"/healthz", "GET", Verb::kHealthz},         {"/readyz", "GET", Verb::kReadyz},
     {"/debug/snapshot", "GET", Verb::kSnapshot},
 };
 
@@ -58,19 +58,26 @@ Response ExtenderService::handle(const Request& request) {
   }
   if (request.method != route->method) {
     spdlog::info("{} {}: method not allowed", request.method, path);
-    auto response = errorResponse(405, std::string(path) + " accepts " +
-                                           std::string(route->method) + " only");
+    auto response =
+        errorResponse(405, std::string(path) + " accepts " + std::string(route->method) + " only");
     response.headers.emplace_back("Allow", std::string(route->method));
     return response;
   }
   switch (route->verb) {
-    case Verb::kFilter: return filter(request.body);
-    case Verb::kPrioritize: return prioritize(request.body);
-    case Verb::kPreempt: return preempt(request.body);
-    case Verb::kBind: return bind(request.body);
-    case Verb::kHealthz: return healthz();
-    case Verb::kReadyz: return readyz();
-    case Verb::kSnapshot: return debugSnapshot();
+    case Verb::kFilter:
+      return filter(request.body);
+    case Verb::kPrioritize:
+      return prioritize(request.body);
+    case Verb::kPreempt:
+      return preempt(request.body);
+    case Verb::kBind:
+      return bind(request.body);
+    case Verb::kHealthz:
+      return healthz();
+    case Verb::kReadyz:
+      return readyz();
+    case Verb::kSnapshot:
+      return debugSnapshot();
   }
   return errorResponse(404, "no such endpoint: " + std::string(path));
 }

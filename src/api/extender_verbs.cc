@@ -4,6 +4,7 @@
 #include "gpufair/api/extender_service.h"
 #include "gpufair/api/wire.h"
 #include "gpufair/policy/filter.h"
+
 #include "request_document.h"
 
 namespace gpufair::api {
@@ -44,8 +45,8 @@ void upsertChangedNodes(state::Mirror& mirror, const ExtenderArgs& args) {
   }
 }
 
-// Decodes ExtenderArgs, records the pod as pending demand and resolves its queue. On failure returns
-// the error message.
+// Decodes ExtenderArgs, records the pod as pending demand and resolves its queue. On failure
+// returns the error message.
 Status prepareArgs(state::Mirror& mirror, detail::RequestDocument& document) {
   if (!document.status().isOk()) return document.status();
   ExtenderArgs& args = document.extenderArgs();
@@ -76,9 +77,10 @@ Response ExtenderService::filter(std::string_view body) {
 
   std::string_view error;
   if (result.admission.status.code() == Code::kError) error = result.admission.status.reason();
-  spdlog::debug("filter {} ({} GPUs, queue {}): {} of {} nodes feasible, {} failed, {} unresolvable",
-                args.pod.key(), formatGpus(args.pod.gpus), args.pod.queue, result.feasible.size(),
-                args.candidates.size(), result.failed.size(), result.unresolvable.size());
+  spdlog::debug(
+      "filter {} ({} GPUs, queue {}): {} of {} nodes feasible, {} failed, {} unresolvable",
+      args.pod.key(), formatGpus(args.pod.gpus), args.pod.queue, result.feasible.size(),
+      args.candidates.size(), result.failed.size(), result.unresolvable.size());
   if (result.feasible.empty() && !args.candidates.empty()) {
     spdlog::info("filter rejected {} ({} GPUs, queue {}) on all {} nodes: {}", args.pod.key(),
                  formatGpus(args.pod.gpus), args.pod.queue, args.candidates.size(),
@@ -105,8 +107,8 @@ Response ExtenderService::prioritize(std::string_view body) {
       if (best == nullptr || score.score > best->score) best = &score;
     }
     spdlog::debug("prioritize {} ({} GPUs) with {} over {} nodes: best {} ({})", args.pod.key(),
-                  formatGpus(args.pod.gpus), scorer_.name(), scores.size(),
-                  best ? best->node : "-", best ? best->score : 0);
+                  formatGpus(args.pod.gpus), scorer_.name(), scores.size(), best ? best->node : "-",
+                  best ? best->score : 0);
   }
   Response response;
   encodeHostPriorityList(scores, response.body);

@@ -15,10 +15,13 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using boost::system::error_code;
 
-constexpr std::size_t kReadChunk = 16 * 1024;
+constexpr std::size_t kReadChunk = std::size_t{16} * 1024;
 constexpr std::chrono::milliseconds kLingerTimeout{1000};
+constexpr std::chrono::milliseconds kStoppingLingerTimeout{100};
 
-std::string_view view(boost::beast::string_view text) { return {text.data(), text.size()}; }
+std::string_view view(boost::beast::string_view text) {
+  return {text.data(), text.size()};
+}
 
 }  // namespace
 
@@ -59,10 +62,14 @@ std::size_t SessionHub::open() const {
 }
 
 HttpSession::HttpSession(asio::ip::tcp::socket&& socket, SessionHub& hub, bool overloaded)
-    : socket_(std::move(socket)), timer_(socket_.get_executor()), hub_(hub),
+    : socket_(std::move(socket)),
+      timer_(socket_.get_executor()),
+      hub_(hub),
       overloaded_(overloaded) {}
 
-HttpSession::~HttpSession() { hub_.remove(this); }
+HttpSession::~HttpSession() {
+  hub_.remove(this);
+}
 
 void HttpSession::start() {
   asio::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->waitForRequest(); });
@@ -119,8 +126,8 @@ void HttpSession::readRequest() {
   phase_ = Phase::kReading;
   parser_.emplace();
   parser_->body_limit(hub_.options.maxBodyBytes);
-  parser_->header_limit(static_cast<std::uint32_t>(
-      std::min<std::size_t>(hub_.options.maxHeaderBytes, UINT32_MAX)));
+  parser_->header_limit(
+      static_cast<std::uint32_t>(std::min<std::size_t>(hub_.options.maxHeaderBytes, UINT32_MAX)));
   armTimer(hub_.options.readTimeout);
   http::async_read(socket_, buffer_, *parser_,
                    [self = shared_from_this()](error_code ec, std::size_t) { self->onRead(ec); });
@@ -138,8 +145,8 @@ void HttpSession::onRead(error_code ec) {
   if (ec == http::error::end_of_stream || ec == http::error::partial_message) return close();
   if (ec == http::error::body_limit) {
     spdlog::info("request body over {} bytes; answering 413", hub_.options.maxBodyBytes);
-    return sendError(413, "request body larger than " +
-                              std::to_string(hub_.options.maxBodyBytes) + " bytes");
+    return sendError(
+        413, "request body larger than " + std::to_string(hub_.options.maxBodyBytes) + " bytes");
   }
   if (ec == http::error::header_limit) {
     spdlog::info("request header over {} bytes; answering 431", hub_.options.maxHeaderBytes);
@@ -160,9 +167,9 @@ void HttpSession::handleRequest() {
   const bool keepAlive = request.keep_alive() && !overloaded_;
   if (overloaded_) {
     spdlog::warn("over {} open connections; answering 503", hub_.options.maxConnections);
-    auto response = errorResponse(503, "server busy: over " +
-                                           std::to_string(hub_.options.maxConnections) +
-                                           " open connections; retry later");
+    auto response =
+        errorResponse(503, "server busy: over " + std::to_string(hub_.options.maxConnections) +
+                               " open connections; retry later");
     return send(std::move(response), version, false);
   }
   Response response;
@@ -211,19 +218,17 @@ void HttpSession::lingerClose() {
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
   buffer_.clear();
-  armTimer(kLingerTimeout);
-  socket_.async_read_some(buffer_.prepare(kReadChunk),
-                          [self = shared_from_this()](error_code ec, std::size_t bytes) {
-                            self->onLinger(ec, bytes);
-                          });
+  armTimer(hub_.stopping ? kStoppingLingerTimeout : kLingerTimeout);
+  socket_.async_read_some(
+      buffer_.prepare(kReadChunk),
+      [self = shared_from_this()](error_code ec, std::size_t bytes) { self->onLinger(ec, bytes); });
 }
 
 void HttpSession::onLinger(error_code ec, std::size_t) {
   if (ec) return close();  // the client closed, or the linger time is over
-  socket_.async_read_some(buffer_.prepare(kReadChunk),
-                          [self = shared_from_this()](error_code ec, std::size_t bytes) {
-                            self->onLinger(ec, bytes);
-                          });
+  socket_.async_read_some(
+      buffer_.prepare(kReadChunk),
+      [self = shared_from_this()](error_code ec, std::size_t bytes) { self->onLinger(ec, bytes); });
 }
 
 void HttpSession::close() {

@@ -3,7 +3,8 @@
 //   (synchronously, on the io thread) -> writing (writeTimeout) -> idle again, or closing.
 // Errors before a request is complete are answered (400, 408, 413, 431) with Connection: close; the
 // socket is then half-closed and drained briefly so the client reads the answer instead of a reset.
-// Thread-safety: every handler of a session runs on its strand; stop() may be called from any thread.
+// Thread-safety: every handler of a session runs on its strand; stop() may be called from any
+// thread.
 #pragma once
 
 #include <atomic>
@@ -59,8 +60,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   ~HttpSession();
 
   void start();
-  void stop();          // thread-safe: posts to the strand
-  void closeSocket();   // only when no io thread runs
+  void stop();         // thread-safe: posts to the strand
+  void closeSocket();  // only when no io thread runs
 
  private:
   enum class Phase { kIdle, kReading, kWriting, kLingering, kClosed };

@@ -1,8 +1,8 @@
 // RequestDocument: parses one request body with simdjson's DOM parser. Ordinary bodies reuse this
-// thread's parser and padded buffer (no allocation once warm); bodies over kReusedBodyLimit get their
-// own, released after the request, so one huge request does not pin memory in every io thread.
-// Thread-safety: one instance per request on one thread; not reentrant on a thread (handlers are
-// synchronous, so it never is).
+// thread's parser and padded buffer (no allocation once warm); bodies over kReusedBodyLimit get
+// their own, released after the request, so one huge request does not pin memory in every io
+// thread. Thread-safety: one instance per request on one thread; not reentrant on a thread
+// (handlers are synchronous, so it never is).
 #pragma once
 
 #include <cstddef>

@@ -68,7 +68,10 @@ Result<ListenAddress> parseListenAddress(std::string_view text) {
 class ExtenderServer::Impl {
  public:
   Impl(RequestHandler& handler, ServerOptions options)
-      : options_(std::move(options)), hub_(handler, options_), ioc_(std::max(1, options_.threads)), acceptor_(ioc_),
+      : options_(std::move(options)),
+        hub_(handler, options_),
+        ioc_(std::max(1, options_.threads)),
+        acceptor_(ioc_),
         retryTimer_(ioc_) {}
 
   Status start() {
@@ -78,8 +81,8 @@ class ExtenderServer::Impl {
     if (!address) return Status::error(address.error());
     error_code ec;
     tcp::resolver resolver(ioc_);
-    auto endpoints = resolver.resolve(address->host, std::to_string(address->port),
-                                      tcp::resolver::passive, ec);
+    auto endpoints =
+        resolver.resolve(address->host, std::to_string(address->port), tcp::resolver::passive, ec);
     if (ec || endpoints.empty()) {
       return Status::error("listen address " + options_.listen + ": " + ec.message());
     }
@@ -179,10 +182,18 @@ class ExtenderServer::Impl {
 ExtenderServer::ExtenderServer(RequestHandler& handler, ServerOptions options)
     : impl_(std::make_unique<Impl>(handler, std::move(options))) {}
 
-ExtenderServer::~ExtenderServer() { impl_->stop(); }
+ExtenderServer::~ExtenderServer() {
+  impl_->stop();
+}
 
-Status ExtenderServer::start() { return impl_->start(); }
-void ExtenderServer::stop() { impl_->stop(); }
-std::uint16_t ExtenderServer::port() const { return impl_->port(); }
+Status ExtenderServer::start() {
+  return impl_->start();
+}
+void ExtenderServer::stop() {
+  impl_->stop();
+}
+std::uint16_t ExtenderServer::port() const {
+  return impl_->port();
+}
 
 }  // namespace gpufair::api

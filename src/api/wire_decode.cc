@@ -216,14 +216,20 @@ void ExtenderArgs::clear() {
 
 const char* jsonTypeName(element value) {
   switch (value.type()) {
-    case element_type::ARRAY: return "array";
-    case element_type::OBJECT: return "object";
+    case element_type::ARRAY:
+      return "array";
+    case element_type::OBJECT:
+      return "object";
     case element_type::INT64:
     case element_type::UINT64:
-    case element_type::DOUBLE: return "number";
-    case element_type::STRING: return "string";
-    case element_type::BOOL: return "boolean";
-    case element_type::NULL_VALUE: return "null";
+    case element_type::DOUBLE:
+      return "number";
+    case element_type::STRING:
+      return "string";
+    case element_type::BOOL:
+      return "boolean";
+    case element_type::NULL_VALUE:
+      return "null";
   }
   return "unknown";
 }
@@ -255,9 +261,9 @@ Status decodeBindingArgs(element root, BindingArgs& out) {
   out = BindingArgs{};
   object args;
   if (auto status = rootObject(root, args); !status.isOk()) return status;
-  for (auto [key, target] : {std::pair{"PodName", &out.podName},
-                             std::pair{"PodNamespace", &out.podNamespace},
-                             std::pair{"PodUID", &out.podUid}, std::pair{"Node", &out.node}}) {
+  for (auto [key, target] :
+       {std::pair{"PodName", &out.podName}, std::pair{"PodNamespace", &out.podNamespace},
+        std::pair{"PodUID", &out.podUid}, std::pair{"Node", &out.node}}) {
     if (auto status = stringField(args, key, *target); !status.isOk()) return status;
   }
   if (out.node.empty()) return Status::error("missing Node");

@@ -1,8 +1,8 @@
-// Binder: how /bind makes a placement real. The k8s module posts a Binding (and labels borrowed pods
-// gpufair.io/over-quota=true); in file mode MemoryBinder records the binding and nothing else.
-// ExtenderService calls bind() after Mirror::assume() succeeded; on failure it forgets the assumption.
-// Thread-safety: implementations must be safe to call from several io threads at once. bind() runs on
-// an io thread, so a slow implementation holds that thread for its duration.
+// Binder: how /bind makes a placement real. The k8s module posts a Binding (and labels borrowed
+// pods gpufair.io/over-quota=true); in file mode MemoryBinder records the binding and nothing else.
+// ExtenderService calls bind() after Mirror::assume() succeeded; on failure it forgets the
+// assumption. Thread-safety: implementations must be safe to call from several io threads at once.
+// bind() runs on an io thread, so a slow implementation holds that thread for its duration.
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,9 @@
 // The /debug/snapshot document: a ClusterSnapshot as JSON, for operators and offline replay.
 //   {"generation": 7,
 //    "cluster": {"nodes", "capacity", "allocated", "free", "largestFreeBlock", "pendingPods"},
-//    "nodes":   [{"name", "allocatable", "used", "free", "unschedulable", "deleting", "pods": ["ns/n"]}],
-//    "pods":    [{"namespace", "name", "uid", "node", "queue", "gpus", "phase", "overQuota",
+//    "nodes":   [{"name", "allocatable", "used", "free", "unschedulable", "deleting", "pods":
+//    ["ns/n"]}], "pods":    [{"namespace", "name", "uid", "node", "queue", "gpus", "phase",
+//    "overQuota",
 //                 "assumed", "terminating"}],                  (pods bound or assumed on nodes)
 //    "pending": [{... same keys ...}],                          (unbound pods wanting GPUs)
 //    "queues":  [{"name", "deserved", "limit" (null: none), "overQuotaWeight", "allocated",

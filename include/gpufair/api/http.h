@@ -1,7 +1,7 @@
 // The boundary between the HTTP transport (ExtenderServer) and request handling (ExtenderService):
 // plain request and response values, so handlers are tested without sockets.
-// Thread-safety: Request and Response are value types; RequestHandler implementations must be safe to
-// call from several io threads at once.
+// Thread-safety: Request and Response are value types; RequestHandler implementations must be safe
+// to call from several io threads at once.
 #pragma once
 
 #include <string>

@@ -52,8 +52,8 @@ class ExtenderServer {
   // Binds, listens and starts the io threads. Fails (address in use, bad listen address, bad
   // options) without starting anything.
   Status start();
-  // Stops accepting, lets requests in flight finish (up to drainTimeout), closes idle connections and
-  // joins the io threads. Idempotent.
+  // Stops accepting, lets requests in flight finish (up to drainTimeout), closes idle connections
+  // and joins the io threads. Idempotent.
   void stop();
   // The bound port (the real one when listen asked for port 0); 0 before start().
   std::uint16_t port() const;

@@ -1,10 +1,10 @@
 // The JSON of k8s.io/kube-scheduler/extender/v1 (types.go). The Go types carry no json tags, so the
-// envelope keys are PascalCase ("Pod", "NodeNames", "FailedNodes", ...); Go decodes keys in any case
-// and null as absent, and so do we. Embedded Kubernetes objects (Pod, NodeList) keep their own
-// camelCase keys. Decoders read only what gpufair needs; encoders append hand-built JSON to a string
-// (no DOM) and always emit PascalCase.
-// Thread-safety: free functions over caller-owned values. Views in the decoded structs point into the
-// parsed simdjson document (or into the struct itself) and are valid while both are.
+// envelope keys are PascalCase ("Pod", "NodeNames", "FailedNodes", ...); Go decodes keys in any
+// case and null as absent, and so do we. Embedded Kubernetes objects (Pod, NodeList) keep their own
+// camelCase keys. Decoders read only what gpufair needs; encoders append hand-built JSON to a
+// string (no DOM) and always emit PascalCase. Thread-safety: free functions over caller-owned
+// values. Views in the decoded structs point into the parsed simdjson document (or into the struct
+// itself) and are valid while both are.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +44,8 @@ struct MetaVictims {
   std::int64_t numPdbViolations = 0;
 };
 
-// ExtenderPreemptionArgs {Pod, NodeNameToVictims, NodeNameToMetaVictims}. Full victim pods are reduced
-// to their UIDs; when both maps are present, NodeNameToMetaVictims wins (it is what a
+// ExtenderPreemptionArgs {Pod, NodeNameToVictims, NodeNameToMetaVictims}. Full victim pods are
+// reduced to their UIDs; when both maps are present, NodeNameToMetaVictims wins (it is what a
 // nodeCacheCapable scheduler sends).
 struct PreemptionArgs {
   policy::Pod pod;

@@ -1,0 +1,187 @@
+// Transport limits: every abuse is answered (or the connection dropped) and the server goes on.
+#include <gtest/gtest.h>
+
+#include "gpufair/api/server.h"
+
+#include "test_support.h"
+
+namespace gpufair::api {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using testsupport::Cluster;
+using testsupport::HttpClient;
+using testsupport::parseJson;
+
+ServerOptions tightOptions() {
+  ServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.maxBodyBytes = 1024;
+  options.maxHeaderBytes = 1024;
+  options.readTimeout = 300ms;
+  options.idleTimeout = 300ms;
+  options.maxConnections = 3;
+  options.drainTimeout = 1s;
+  return options;
+}
+
+class ServerLimitsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(server.start().isOk()); }
+
+  // The server still serves a fresh connection.
+  void expectServing() {
+    HttpClient client(server.port());
+    const auto reply = client.request("GET", "/healthz");
+    EXPECT_EQ(reply.status, 200) << reply.body;
+  }
+  static std::string errorOf(const testsupport::HttpReply& reply) {
+    return parseJson(reply.body).at("Error").get<std::string>();
+  }
+
+  Cluster cluster;
+  ExtenderService service{cluster.mirror, *cluster.scorer, cluster.binder};
+  ExtenderServer server{service, tightOptions()};
+};
+
+TEST_F(ServerLimitsTest, OversizeBodyIs413) {
+  HttpClient client(server.port());
+  const auto reply = client.request("POST", "/filter", std::string(4096, ' '));
+  EXPECT_EQ(reply.status, 413);
+  EXPECT_EQ(errorOf(reply), "request body larger than 1024 bytes");
+  EXPECT_FALSE(reply.keepAlive);
+  EXPECT_TRUE(client.closedByServer());
+  expectServing();
+}
+
+TEST_F(ServerLimitsTest, OversizeHeaderIs431) {
+  HttpClient client(server.port());
+  client.sendRaw("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Padding: " + std::string(2048, 'a') +
+                 "\r\n\r\n");
+  const auto reply = client.readReply();
+  EXPECT_EQ(reply.status, 431);
+  EXPECT_EQ(errorOf(reply), "request header larger than 1024 bytes");
+  expectServing();
+}
+
+TEST_F(ServerLimitsTest, MalformedHttpIs400) {
+  HttpClient client(server.port());
+  client.sendRaw("THIS IS NOT HTTP\r\n\r\n");
+  const auto reply = client.readReply();
+  EXPECT_EQ(reply.status, 400);
+  EXPECT_EQ(errorOf(reply).rfind("malformed HTTP request: ", 0), 0u) << reply.body;
+  EXPECT_TRUE(client.closedByServer());
+  expectServing();
+}
+
+TEST_F(ServerLimitsTest, SlowClientGets408AndIsClosed) {
+  HttpClient client(server.port());
+  client.sendRaw(
+      "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: 200\r\n\r\n{\"Pod\":{\"metadata\":");
+  const auto start = std::chrono::steady_clock::now();
+  const auto reply = client.readReply(5s);
+  EXPECT_EQ(reply.status, 408) << reply.body;
+  EXPECT_EQ(errorOf(reply), "request not received completely within 300 ms");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_TRUE(client.closedByServer());
+  expectServing();
+}
+
+TEST_F(ServerLimitsTest, IdleKeepAliveConnectionIsClosedQuietly) {
+  HttpClient client(server.port());
+  EXPECT_EQ(client.request("GET", "/healthz").status, 200);
+  EXPECT_TRUE(client.closedByServer(5s));
+  expectServing();
+}
+
+TEST_F(ServerLimitsTest, ConnectionsOverTheLimitAre503) {
+  std::vector<std::unique_ptr<HttpClient>> open;
+  for (int i = 0; i < 3; ++i) {
+    open.push_back(std::make_unique<HttpClient>(server.port()));
+    ASSERT_EQ(open.back()->request("GET", "/healthz").status, 200);  // accepted and counted
+  }
+  HttpClient extra(server.port());
+  const auto reply = extra.request("GET", "/healthz");
+  EXPECT_EQ(reply.status, 503);
+  EXPECT_EQ(errorOf(reply), "server busy: over 3 open connections; retry later");
+  EXPECT_FALSE(reply.keepAlive);
+  // The connections within the limit keep working.
+  EXPECT_EQ(open.front()->request("GET", "/healthz").status, 200);
+  open.clear();
+  extra.closedByServer();
+  for (int attempt = 0; attempt < 50; ++attempt) {  // the server notices the closes shortly
+    HttpClient client(server.port());
+    if (client.request("GET", "/healthz").status == 200) return;
+    std::this_thread::sleep_for(20ms);
+  }
+  ADD_FAILURE() << "the server did not recover after the clients left";
+}
+
+TEST_F(ServerLimitsTest, PipelinedRequestsAreAnsweredInOrder) {
+  HttpClient client(server.port());
+  client.sendRaw(
+      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(client.readReply().status, 200);
+  EXPECT_EQ(client.readReply().status, 404);
+  EXPECT_EQ(client.readReply().status, 200);
+}
+
+TEST_F(ServerLimitsTest, ConnectionCloseIsHonoured) {
+  HttpClient client(server.port());
+  client.sendRaw("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const auto reply = client.readReply();
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_FALSE(reply.keepAlive);
+  EXPECT_TRUE(client.closedByServer());
+}
+
+// A handler that throws: the transport answers 500 and keeps going.
+class ThrowingHandler final : public RequestHandler {
+ public:
+  Response handle(const Request& request) override {
+    if (request.target == "/throw") throw std::runtime_error("handler bug");
+    return errorResponse(200, "");
+  }
+};
+
+TEST(ServerHandlerTest, HandlerExceptionIs500) {
+  ThrowingHandler handler;
+  ExtenderServer server(handler, tightOptions());
+  ASSERT_TRUE(server.start().isOk());
+  HttpClient client(server.port());
+  const auto reply = client.request("GET", "/throw");
+  EXPECT_EQ(reply.status, 500);
+  EXPECT_EQ(parseJson(reply.body).at("Error"), "internal error: handler bug");
+  EXPECT_EQ(client.request("GET", "/fine").status, 200);
+}
+
+// stop() lets a request in flight finish instead of cutting it off.
+class SlowHandler final : public RequestHandler {
+ public:
+  Response handle(const Request&) override {
+    entered = true;
+    std::this_thread::sleep_for(200ms);
+    return errorResponse(200, "");
+  }
+  std::atomic<bool> entered{false};
+};
+
+TEST(ServerHandlerTest, StopDrainsRequestsInFlight) {
+  SlowHandler handler;
+  ExtenderServer server(handler, tightOptions());
+  ASSERT_TRUE(server.start().isOk());
+  HttpClient client(server.port());
+  client.sendRaw("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");
+  while (!handler.entered) std::this_thread::sleep_for(1ms);
+  server.stop();
+  const auto reply = client.readReply(2s);
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_FALSE(reply.keepAlive);  // stopping: the connection ends after this answer
+}
+
+}  // namespace
+}  // namespace gpufair::api
