@@ -23,6 +23,9 @@ struct ApiRequest {
   std::string body;
   std::string contentType = "application/json";  // for PATCH: application/merge-patch+json etc.
   std::chrono::milliseconds timeout{30'000};     // whole request; for stream(): until first byte
+  // stream() only, optional: called once with the HTTP status when the response headers arrive,
+  // before any line (a reflector uses it to know its watch is established).
+  std::function<void(int status)> onResponse;
 };
 
 struct ApiResponse {

@@ -1,0 +1,94 @@
+// KubeBinder: makes /bind real on the API server. Posts a v1 Binding for the pod (with its uid as a
+// precondition) and, for a pod admitted as borrowed, labels it gpufair.io/over-quota=true. A failed
+// label patch does not fail the bind (the pod is bound either way): it is logged and retried by
+// retryLabels(), which the caller runs periodically.
+//
+// OverQuotaLabeler: the opposite direction. Once a queue is back within its deserved quota, the
+// pods it borrowed for are no longer borrowed; the leader removes their label so that reclaim does
+// not take them.
+//
+// The api module's Binder interface is adapted by the app (k8s does not depend on api).
+// Thread-safety: KubeBinder is thread-safe (bind() runs on several io threads at once).
+// OverQuotaLabeler::reconcile() is meant for one thread (a periodic loop); it is mutex-guarded.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "gpufair/common/clock.h"
+#include "gpufair/common/status.h"
+#include "gpufair/k8s/client.h"
+#include "gpufair/policy/model.h"
+#include "gpufair/policy/snapshot.h"
+
+namespace gpufair::k8s {
+
+struct KubeBinderOptions {
+  std::chrono::milliseconds requestTimeout{10'000};
+  int maxLabelAttempts = 10;  // a label patch is given up (and logged) after this many failures
+};
+
+class KubeBinder {
+ public:
+  explicit KubeBinder(KubeClientPtr client, KubeBinderOptions options = {});
+
+  // Binds `pod` to `node`; on success labels it over-quota when `overQuota`. A bind error is
+  // Status::error with the API server's message; a label error is not an error of bind().
+  Status bind(const policy::Pod& pod, std::string_view node, bool overQuota);
+
+  // Tries again the label patches that failed. Drops those whose pod is gone (404, or its uid
+  // changed: 409) or that failed maxLabelAttempts times. Returns how many succeeded now.
+  std::size_t retryLabels();
+  std::size_t pendingLabels() const;
+  std::uint64_t labelFailures() const;  // failed label patches, for metrics
+
+ private:
+  struct PendingLabel {
+    std::string ns;
+    std::string name;
+    std::string uid;
+    int attempts = 0;
+  };
+  // Patches the label; true when done or pointless to retry (`drop`).
+  bool label(const PendingLabel& pod, bool& drop);
+
+  KubeClientPtr client_;
+  KubeBinderOptions options_;
+  mutable std::mutex mu_;
+  std::vector<PendingLabel> pending_;  // GUARDED_BY(mu_)
+  std::uint64_t labelFailures_ = 0;    // GUARDED_BY(mu_)
+};
+
+struct OverQuotaLabelerOptions {
+  // A pod whose label removal was attempted is left alone for this long (the watch catches up).
+  std::chrono::seconds retryAfter{60};
+  std::chrono::milliseconds requestTimeout{10'000};
+};
+
+class OverQuotaLabeler {
+ public:
+  OverQuotaLabeler(KubeClientPtr client, ClockPtr clock, OverQuotaLabelerOptions options = {});
+
+  // When `isLeader`: for each queue, counts the GPUs its non-borrowed pods hold (bound or assumed)
+  // and unlabels its bound borrowed pods, oldest first, as long as they fit within deserved. Does
+  // nothing on other replicas. Returns how many labels it removed.
+  std::size_t reconcile(const policy::ClusterSnapshot& snapshot, bool isLeader);
+  std::uint64_t removed() const;
+  std::uint64_t failures() const;
+
+ private:
+  KubeClientPtr client_;
+  ClockPtr clock_;
+  OverQuotaLabelerOptions options_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Timestamp> attempted_;  // GUARDED_BY(mu_) uid -> when
+  std::uint64_t removed_ = 0;                             // GUARDED_BY(mu_)
+  std::uint64_t failures_ = 0;                            // GUARDED_BY(mu_)
+};
+
+}  // namespace gpufair::k8s

@@ -1,0 +1,37 @@
+// Private helpers shared by the k8s module's API operations.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpufair/common/status.h"
+#include "gpufair/k8s/api.h"
+#include "gpufair/k8s/client.h"
+
+namespace gpufair::k8s::detail {
+
+// object[key] when it is a string, else "".
+std::string stringField(const nlohmann::json& object, const char* key);
+// Compact JSON text; never throws.
+std::string dumpJson(const nlohmann::json& value);
+// "/api/v1/namespaces/{ns}/pods/{name}", escaped.
+std::string podPath(std::string_view ns, std::string_view name);
+// Cuts `text` to at most `limit` bytes without splitting a UTF-8 sequence.
+std::string truncateUtf8(std::string_view text, std::size_t limit);
+
+}  // namespace gpufair::k8s::detail
+
+namespace gpufair::k8s::detail {
+
+// patchPodLabels, also telling what the API server answered (when `error` is not null).
+Status patchPodLabelsDetailed(KubeClient& client, std::string_view ns, std::string_view name,
+                              const std::map<std::string, std::string>& set,
+                              const std::vector<std::string>& remove, std::string_view uid,
+                              std::chrono::milliseconds timeout, ApiError* error);
+
+}  // namespace gpufair::k8s::detail

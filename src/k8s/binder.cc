@@ -1,0 +1,184 @@
+#include "gpufair/k8s/binder.h"
+
+#include <algorithm>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "gpufair/k8s/api.h"
+
+#include "api_support.h"
+
+namespace gpufair::k8s {
+
+KubeBinder::KubeBinder(KubeClientPtr client, KubeBinderOptions options)
+    : client_(std::move(client)), options_(options) {}
+
+namespace {
+
+// A real UID never contains '/': the mirror keys pods it knows no UID for "ns/name".
+std::string_view preconditionUid(const policy::Pod& pod) {
+  return pod.uid.find('/') == std::string::npos ? std::string_view(pod.uid) : std::string_view();
+}
+
+}  // namespace
+
+Status KubeBinder::bind(const policy::Pod& pod, std::string_view node, bool overQuota) {
+  Status bound =
+      bindPod(*client_, pod.ns, pod.name, preconditionUid(pod), node, options_.requestTimeout);
+  if (!bound.isOk()) {
+    spdlog::warn("{}", bound.reason());
+    return bound;
+  }
+  spdlog::info("bound {} to {}{}", pod.key(), node, overQuota ? " (over quota)" : "");
+  if (!overQuota) return bound;
+  PendingLabel pending{pod.ns, pod.name, std::string(preconditionUid(pod)), 0};
+  bool drop = false;
+  if (!label(pending, drop) && !drop) {
+    pending.attempts = 1;
+    std::lock_guard lock(mu_);
+    pending_.push_back(std::move(pending));
+  }
+  return bound;
+}
+
+bool KubeBinder::label(const PendingLabel& pod, bool& drop) {
+  ApiError error;
+  Status status = detail::patchPodLabelsDetailed(*client_, pod.ns, pod.name,
+                                                 {{policy::kOverQuotaLabel, "true"}}, {}, pod.uid,
+                                                 options_.requestTimeout, &error);
+  if (status.isOk()) return true;
+  drop = error.httpStatus == 404 || error.httpStatus == 409;
+  {
+    std::lock_guard lock(mu_);
+    ++labelFailures_;
+  }
+  spdlog::warn("{}{}", status.reason(), drop ? " (pod gone; not retried)" : "; will retry");
+  return false;
+}
+
+std::size_t KubeBinder::retryLabels() {
+  std::vector<PendingLabel> work;
+  {
+    std::lock_guard lock(mu_);
+    work.swap(pending_);
+  }
+  std::size_t done = 0;
+  std::vector<PendingLabel> again;
+  for (auto& pod : work) {
+    bool drop = false;
+    if (label(pod, drop)) {
+      ++done;
+      spdlog::info("labelled {}/{} {}=true after {} failed attempts", pod.ns, pod.name,
+                   policy::kOverQuotaLabel, pod.attempts);
+      continue;
+    }
+    if (drop) continue;
+    if (++pod.attempts >= options_.maxLabelAttempts) {
+      spdlog::error("giving up labelling {}/{} {}=true after {} attempts", pod.ns, pod.name,
+                    policy::kOverQuotaLabel, pod.attempts);
+      continue;
+    }
+    again.push_back(std::move(pod));
+  }
+  std::lock_guard lock(mu_);
+  pending_.insert(pending_.end(), std::make_move_iterator(again.begin()),
+                  std::make_move_iterator(again.end()));
+  return done;
+}
+
+std::size_t KubeBinder::pendingLabels() const {
+  std::lock_guard lock(mu_);
+  return pending_.size();
+}
+
+std::uint64_t KubeBinder::labelFailures() const {
+  std::lock_guard lock(mu_);
+  return labelFailures_;
+}
+
+OverQuotaLabeler::OverQuotaLabeler(KubeClientPtr client, ClockPtr clock,
+                                   OverQuotaLabelerOptions options)
+    : client_(std::move(client)), clock_(std::move(clock)), options_(options) {}
+
+namespace {
+
+bool labelledOverQuota(const policy::Pod& pod) {
+  auto it = pod.labels.find(policy::kOverQuotaLabel);
+  return it != pod.labels.end() && it->second == "true";
+}
+
+// Oldest first: by start time, else creation time; pods with neither go last.
+Timestamp age(const policy::Pod& pod) {
+  if (pod.started) return *pod.started;
+  if (pod.created) return *pod.created;
+  return Timestamp::max();
+}
+
+}  // namespace
+
+std::size_t OverQuotaLabeler::reconcile(const policy::ClusterSnapshot& snapshot, bool isLeader) {
+  if (!isLeader) return 0;
+  std::lock_guard lock(mu_);
+  const Timestamp now = clock_->now();
+  std::erase_if(attempted_,
+                [&](const auto& entry) { return now - entry.second >= options_.retryAfter; });
+
+  struct QueuePods {
+    MilliGpu kept = 0;  // held by pods that are not borrowed
+    std::vector<policy::PodPtr> borrowed;
+  };
+  std::map<std::string, QueuePods> byQueue;
+  for (const auto& node : snapshot.nodes()) {
+    for (const auto& pod : node->pods()) {
+      if (!pod->holdsGpus() || pod->gpus <= 0) continue;
+      QueuePods& queue = byQueue[pod->queue];
+      const bool borrowed = pod->overQuota || labelledOverQuota(*pod);
+      if (!borrowed) {
+        queue.kept += pod->gpus;
+      } else if (!pod->assumed && labelledOverQuota(*pod)) {
+        queue.borrowed.push_back(pod);
+      }
+    }
+  }
+
+  std::size_t removedNow = 0;
+  for (auto& [name, pods] : byQueue) {
+    const policy::QueueState* queue = snapshot.findQueue(name);
+    if (queue == nullptr || pods.borrowed.empty()) continue;
+    std::sort(pods.borrowed.begin(), pods.borrowed.end(), [](const auto& a, const auto& b) {
+      return age(*a) != age(*b) ? age(*a) < age(*b) : a->key() < b->key();
+    });
+    const MilliGpu deserved = queue->quota.gpu.deserved;
+    for (const auto& pod : pods.borrowed) {
+      if (pods.kept + pod->gpus > deserved) continue;
+      pods.kept += pod->gpus;  // within deserved now, whether or not the patch lands at once
+      if (attempted_.count(pod->uid) != 0) continue;
+      attempted_[pod->uid] = now;
+      Status status = patchPodLabels(*client_, pod->ns, pod->name, {}, {policy::kOverQuotaLabel},
+                                     pod->uid, options_.requestTimeout);
+      if (status.isOk()) {
+        ++removed_;
+        ++removedNow;
+        spdlog::info("{} is within the deserved quota of queue {} again: removed {}", pod->key(),
+                     name, policy::kOverQuotaLabel);
+      } else {
+        ++failures_;
+        spdlog::warn("{}", status.reason());
+      }
+    }
+  }
+  return removedNow;
+}
+
+std::uint64_t OverQuotaLabeler::removed() const {
+  std::lock_guard lock(mu_);
+  return removed_;
+}
+
+std::uint64_t OverQuotaLabeler::failures() const {
+  std::lock_guard lock(mu_);
+  return failures_;
+}
+
+}  // namespace gpufair::k8s

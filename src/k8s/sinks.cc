@@ -1,0 +1,136 @@
+#include "gpufair/k8s/sinks.h"
+
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+
+#include "gpufair/codec/objects.h"
+
+namespace gpufair::k8s {
+
+std::string ObjectMeta::describe() const {
+  if (name.empty()) return "(unnamed object)";
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+ObjectMeta peekMeta(std::string_view json) {
+  thread_local simdjson::dom::parser parser;
+  ObjectMeta meta;
+  simdjson::padded_string padded(json);
+  simdjson::dom::object root;
+  if (parser.parse(padded).get(root) != simdjson::SUCCESS) return meta;
+  simdjson::dom::element metadata;
+  simdjson::dom::object fields;
+  if (!codec::field(root, "metadata", metadata) || metadata.get(fields) != simdjson::SUCCESS) {
+    return meta;
+  }
+  auto read = [&](std::string_view key, std::string& out) {
+    simdjson::dom::element value;
+    std::string_view text;
+    if (codec::field(fields, key, value) && value.get(text) == simdjson::SUCCESS) out = text;
+  };
+  read("namespace", meta.ns);
+  read("name", meta.name);
+  read("uid", meta.uid);
+  return meta;
+}
+
+// --- nodes --------------------------------------------------------------------------------------
+
+NodeSink::NodeSink(state::Mirror& mirror) : mirror_(mirror) {}
+
+void NodeSink::replace(const std::vector<std::string>& items) {
+  std::vector<policy::Node> nodes;
+  nodes.reserve(items.size());
+  for (const auto& item : items) {
+    auto node = codec::decodeNodeJson(item);
+    if (!node) {
+      ++decodeErrors_;
+      spdlog::warn("node {} skipped: {}", peekMeta(item).describe(), node.error());
+      continue;
+    }
+    nodes.push_back(std::move(node).value());
+  }
+  spdlog::info("node list: {} nodes", nodes.size());
+  mirror_.replaceNodes(std::move(nodes));
+}
+
+void NodeSink::added(std::string_view object) {
+  modified(object);
+}
+
+void NodeSink::modified(std::string_view object) {
+  auto node = codec::decodeNodeJson(object);
+  if (!node) {
+    ++decodeErrors_;
+    spdlog::warn("node {} skipped: {}", peekMeta(object).describe(), node.error());
+    return;
+  }
+  mirror_.upsertNode(std::move(node).value());
+}
+
+void NodeSink::deleted(std::string_view object) {
+  ObjectMeta meta = peekMeta(object);
+  if (meta.name.empty()) {
+    ++decodeErrors_;
+    spdlog::warn("deleted node without metadata.name ignored");
+    return;
+  }
+  spdlog::info("node {} deleted", meta.name);
+  mirror_.deleteNode(meta.name);
+}
+
+// --- pods ---------------------------------------------------------------------------------------
+
+PodSink::PodSink(state::Mirror& mirror, PodSinkOptions options)
+    : mirror_(mirror), options_(options) {}
+
+void PodSink::replace(const std::vector<std::string>& items) {
+  std::vector<policy::Pod> pods;
+  for (const auto& item : items) {
+    auto pod = codec::decodePodJson(item);
+    if (!pod) {
+      ++decodeErrors_;
+      spdlog::warn("pod {} skipped: {}", peekMeta(item).describe(), pod.error());
+      continue;
+    }
+    if (options_.gpuPodsOnly && pod->gpus <= 0) continue;
+    pods.push_back(std::move(pod).value());
+  }
+  spdlog::info("pod list: {} of {} pods use GPUs", pods.size(), items.size());
+  mirror_.replacePods(std::move(pods));
+}
+
+void PodSink::added(std::string_view object) {
+  upsert(object);
+}
+void PodSink::modified(std::string_view object) {
+  upsert(object);
+}
+
+void PodSink::upsert(std::string_view object) {
+  auto pod = codec::decodePodJson(object);
+  if (!pod) {
+    ++decodeErrors_;
+    spdlog::warn("pod {} skipped: {}", peekMeta(object).describe(), pod.error());
+    return;
+  }
+  if (options_.gpuPodsOnly && pod->gpus <= 0) {
+    mirror_.deletePod(pod->uid.empty() ? pod->key() : pod->uid);
+    return;
+  }
+  mirror_.upsertPod(std::move(pod).value());
+}
+
+void PodSink::deleted(std::string_view object) {
+  ObjectMeta meta = peekMeta(object);
+  if (!meta.uid.empty()) {
+    mirror_.deletePod(meta.uid);
+  } else if (!meta.name.empty()) {
+    mirror_.deletePod((meta.ns.empty() ? std::string("default") : meta.ns) + "/" + meta.name);
+  } else {
+    ++decodeErrors_;
+    spdlog::warn("deleted pod without metadata.name ignored");
+  }
+}
+
+}  // namespace gpufair::k8s

@@ -1,0 +1,134 @@
+#include "gpufair/k8s/sinks.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "testing/builders.h"
+
+namespace gpufair::k8s {
+namespace {
+
+using gpufair::testing::ManualClock;
+using nlohmann::json;
+
+std::string nodeJson(const std::string& name, const std::string& gpus, bool unschedulable = false) {
+  json node = {{"kind", "Node"},
+               {"apiVersion", "v1"},
+               {"metadata", {{"name", name}, {"uid", "uid-" + name}}},
+               {"spec", {{"unschedulable", unschedulable}}},
+               {"status", {{"allocatable", {{"cpu", "96"}, {"nvidia.com/gpu", gpus}}}}}};
+  return node.dump();
+}
+
+std::string podJson(const std::string& name, const std::string& gpus, const std::string& node,
+                    const std::string& phase = "Running", bool terminating = false) {
+  json meta = {{"name", name}, {"namespace", "team-a"}, {"uid", "uid-" + name}};
+  if (terminating) meta["deletionTimestamp"] = "2027-01-15T08:00:00Z";
+  json resources = gpus.empty() ? json{{"requests", {{"cpu", "1"}}}}
+                                : json{{"limits", {{"nvidia.com/gpu", gpus}}}};
+  json pod = {
+      {"kind", "Pod"},
+      {"apiVersion", "v1"},
+      {"metadata", meta},
+      {"spec",
+       {{"nodeName", node}, {"containers", {{{"name", "main"}, {"resources", resources}}}}}},
+      {"status", {{"phase", phase}}}};
+  return pod.dump();
+}
+
+class SinksTest : public ::testing::Test {
+ protected:
+  MilliGpu used(const std::string& node) {
+    const auto* state = mirror_.snapshot()->findNode(node);
+    return state == nullptr ? -1 : state->used();
+  }
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>();
+  state::Mirror mirror_{clock_};
+  NodeSink nodes_{mirror_};
+  PodSink pods_{mirror_};
+};
+
+TEST(ObjectMeta, PeeksAtNamesOfAnyObject) {
+  ObjectMeta meta = peekMeta(R"({"metadata":{"name":"p","namespace":"ns","uid":"u"},"spec":7})");
+  EXPECT_EQ(meta.describe(), "ns/p");
+  EXPECT_EQ(meta.uid, "u");
+  EXPECT_EQ(peekMeta("not json").describe(), "(unnamed object)");
+  EXPECT_EQ(peekMeta(R"({"metadata":{"name":"n"}})").describe(), "n");
+}
+
+TEST_F(SinksTest, NodeListReplacesNodesAndSkipsBadOnes) {
+  nodes_.replace({nodeJson("node-1", "8"), nodeJson("node-2", "4"), nodeJson("node-bad", "lots")});
+  auto snapshot = mirror_.snapshot();
+  EXPECT_EQ(snapshot->nodes().size(), 2u);
+  EXPECT_EQ(snapshot->capacity(), 12'000);
+  EXPECT_EQ(nodes_.decodeErrors(), 1u);
+
+  nodes_.replace({nodeJson("node-2", "4")});  // node-1 was deleted while the watch was down
+  EXPECT_EQ(mirror_.snapshot()->findNode("node-1"), nullptr);
+}
+
+TEST_F(SinksTest, NodeEventsUpdateTheMirror) {
+  nodes_.added(nodeJson("node-1", "8"));
+  EXPECT_EQ(mirror_.snapshot()->capacity(), 8'000);
+  nodes_.modified(nodeJson("node-1", "8", /*unschedulable=*/true));
+  auto cordoned = mirror_.snapshot()->findNode("node-1");
+  ASSERT_NE(cordoned, nullptr);
+  EXPECT_FALSE(cordoned->node().takesNewPods());
+  EXPECT_EQ(mirror_.snapshot()->capacity(), 0);
+
+  nodes_.modified("{broken");  // logged, counted, nothing changes
+  EXPECT_EQ(nodes_.decodeErrors(), 1u);
+  EXPECT_NE(mirror_.snapshot()->findNode("node-1"), nullptr);
+
+  nodes_.deleted(nodeJson("node-1", "8"));
+  EXPECT_EQ(mirror_.snapshot()->findNode("node-1"), nullptr);
+  nodes_.deleted("{}");
+  EXPECT_EQ(nodes_.decodeErrors(), 2u);
+}
+
+TEST_F(SinksTest, PodsHoldGpusUntilFinishedOrDeleted) {
+  nodes_.added(nodeJson("node-1", "8"));
+  pods_.replace({podJson("a", "2", "node-1"), podJson("b", "3", "node-1", "Pending"),
+                 podJson("cpu-only", "", "node-1"), podJson("bad", "-1", "node-1")});
+  EXPECT_EQ(used("node-1"), 5'000);  // a Pending pod bound to the node holds its GPUs too
+  EXPECT_EQ(pods_.decodeErrors(), 1u);
+  EXPECT_EQ(mirror_.findPod("uid-cpu-only"), nullptr);  // no GPUs: not mirrored
+
+  pods_.modified(podJson("a", "2", "node-1", "Running", /*terminating=*/true));
+  EXPECT_EQ(used("node-1"), 5'000);  // terminating still holds
+  pods_.modified(podJson("a", "2", "node-1", "Succeeded", true));
+  EXPECT_EQ(used("node-1"), 3'000);
+  pods_.deleted(podJson("b", "3", "node-1"));
+  EXPECT_EQ(used("node-1"), 0);
+  EXPECT_EQ(mirror_.findPod("uid-b"), nullptr);
+}
+
+TEST_F(SinksTest, PendingPodsAreDemandAndDeletesWorkWithoutAFullObject) {
+  nodes_.added(nodeJson("node-1", "8"));
+  pods_.added(podJson("waiting", "4", ""));
+  auto snapshot = mirror_.snapshot();
+  ASSERT_EQ(snapshot->pending().size(), 1u);
+  EXPECT_EQ(snapshot->pending()[0]->uid, "uid-waiting");
+
+  pods_.deleted(
+      R"({"metadata":{"name":"waiting","namespace":"team-a","uid":"uid-waiting"},"spec":"?"})");
+  EXPECT_TRUE(mirror_.snapshot()->pending().empty());
+  pods_.deleted("null");
+  EXPECT_EQ(pods_.decodeErrors(), 1u);
+}
+
+TEST_F(SinksTest, APodThatNoLongerWantsGpusLeavesTheMirror) {
+  pods_.added(podJson("p", "1", ""));
+  ASSERT_NE(mirror_.findPod("uid-p"), nullptr);
+  pods_.modified(podJson("p", "", ""));
+  EXPECT_EQ(mirror_.findPod("uid-p"), nullptr);
+}
+
+TEST_F(SinksTest, AllPodsCanBeKept) {
+  PodSink all(mirror_, PodSinkOptions{false});
+  all.added(podJson("cpu-only", "", "node-1"));
+  EXPECT_NE(mirror_.findPod("uid-cpu-only"), nullptr);
+}
+
+}  // namespace
+}  // namespace gpufair::k8s
