@@ -89,14 +89,34 @@ Result<Quantity> quantityOf(element e) {
   return Result<Quantity>::failure("quantity must be a string or a number");
 }
 
-// Checks every quantity of a resource list and returns nvidia.com/gpu in milli-GPUs (absent: -1).
-bool resourceList(object list, std::string_view where, MilliGpu& gpus, std::string& error) {
-  gpus = -1;
+// What gpufair reads of a resource list; -1 where absent.
+struct Resources {
+  MilliGpu gpus = -1;          // nvidia.com/gpu in milli-GPUs
+  std::int64_t cpuMilli = -1;  // cpu in millicores
+  std::int64_t memory = -1;    // memory in bytes
+};
+
+// Checks every quantity of a resource list and returns nvidia.com/gpu, cpu and memory.
+bool resourceList(object list, std::string_view where, Resources& out, std::string& error) {
+  out = Resources{};
   for (auto [name, value] : list) {
     Result<Quantity> q = quantityOf(value);
     if (!q) {
       error = std::string(where) + "[\"" + std::string(name) + "\"]: " + q.error();
       return false;
+    }
+    if (name == "cpu" || name == "memory") {
+      if (q->isNegative()) {
+        error = std::string(where) + "[\"" + std::string(name) + "\"]: must not be negative (got " +
+                q->text() + ")";
+        return false;
+      }
+      if (name == "cpu") {
+        out.cpuMilli = q->milliValue();
+      } else {
+        out.memory = q->value();
+      }
+      continue;
     }
     if (name == policy::kGpuResource) {
       if (q->isNegative()) {
@@ -109,14 +129,21 @@ bool resourceList(object list, std::string_view where, MilliGpu& gpus, std::stri
                 q->text() + ")";
         return false;
       }
-      gpus = q->milliValue();
+      out.gpus = q->milliValue();
     }
   }
   return true;
 }
 
-bool containers(object spec, std::string_view key, bool init,
-                std::vector<policy::ContainerGpus>& out, std::string& error) {
+// A container's requests, each as policy::effectiveRequest adds them up.
+struct ContainerResources {
+  policy::ContainerGpus gpus;
+  policy::ContainerGpus cpu;
+  policy::ContainerGpus memory;
+};
+
+bool containers(object spec, std::string_view key, bool init, std::vector<ContainerResources>& out,
+                std::string& error) {
   element e;
   if (!field(spec, key, e)) return true;
   simdjson::dom::array arr;
@@ -135,13 +162,13 @@ bool containers(object spec, std::string_view key, bool init,
     std::string name;
     if (!optString(co, "name", name, error, where)) return false;
     if (!name.empty()) where = std::string(init ? "init container " : "container ") + name;
-    policy::ContainerGpus gpus;
+    ContainerResources res;
     object resources;
     bool present = false;
     if (!optObject(co, "resources", resources, present, error, where)) return false;
     if (present) {
-      MilliGpu req = -1;
-      MilliGpu lim = -1;
+      Resources req;
+      Resources lim;
       object list;
       bool has = false;
       if (!optObject(resources, "requests", list, has, error, where + ".resources")) return false;
@@ -149,14 +176,18 @@ bool containers(object spec, std::string_view key, bool init,
       if (!optObject(resources, "limits", list, has, error, where + ".resources")) return false;
       if (has && !resourceList(list, where + ".resources.limits", lim, error)) return false;
       // The API server defaults a missing request to the limit.
-      gpus.request = req >= 0 ? req : (lim >= 0 ? lim : 0);
+      auto pick = [](std::int64_t r, std::int64_t l) { return r >= 0 ? r : (l >= 0 ? l : 0); };
+      res.gpus.request = pick(req.gpus, lim.gpus);
+      res.cpu.request = pick(req.cpuMilli, lim.cpuMilli);
+      res.memory.request = pick(req.memory, lim.memory);
     }
     if (init) {
       std::string policyName;
       if (!optString(co, "restartPolicy", policyName, error, where)) return false;
-      gpus.restartable = policyName == "Always";
+      const bool restartable = policyName == "Always";
+      res.gpus.restartable = res.cpu.restartable = res.memory.restartable = restartable;
     }
-    out.push_back(gpus);
+    out.push_back(res);
   }
   return true;
 }
@@ -190,6 +221,72 @@ Result<T> parseThen(std::string_view json, const char* kind, F decode) {
                               " is not valid JSON: " + simdjson::error_message(err));
   }
   return decode(root);
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// The fractional-GPU, GPU-index and GPU-model annotations, applied to a pod whose requests are
+// decoded. Errors name the annotation.
+Result<bool> gpuAnnotations(policy::Pod& pod) {
+  using R = Result<bool>;
+  const auto fraction = pod.annotations.find(policy::kGpuFractionAnnotation);
+  const auto milli = pod.annotations.find(policy::kGpuMilliAnnotation);
+  const bool hasFraction = fraction != pod.annotations.end();
+  const bool hasMilli = milli != pod.annotations.end();
+  if (hasFraction && hasMilli) {
+    return R::failure("annotations " + std::string(policy::kGpuFractionAnnotation) + " and " +
+                      policy::kGpuMilliAnnotation + " are both set; use one");
+  }
+  if (hasFraction || hasMilli) {
+    const std::string name =
+        hasFraction ? policy::kGpuFractionAnnotation : policy::kGpuMilliAnnotation;
+    const std::string& text = hasFraction ? fraction->second : milli->second;
+    if (pod.gpus > 0) {
+      return R::failure("annotation " + name +
+                        " asks for part of a GPU but the pod also requests " +
+                        formatGpus(pod.gpus) + " nvidia.com/gpu; use one or the other");
+    }
+    MilliGpu share = 0;
+    if (hasFraction) {
+      Result<Quantity> q = Quantity::parse(trim(text));
+      if (!q) return R::failure("annotation " + name + ": " + q.error());
+      share = q->isNegative() ? -1 : q->milliValue();
+    } else {
+      const std::string_view t = trim(text);
+      long long v = 0;
+      const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (ec != std::errc() || end != t.data() + t.size() || t.empty()) {
+        return R::failure("annotation " + name + ": \"" + text + "\" is not a whole number");
+      }
+      share = v;
+    }
+    if (share <= 0 || share > kMilliPerGpu) {
+      return R::failure("annotation " + name + ": \"" + text + "\" is out of range (" +
+                        (hasFraction ? "0, 1]" : "0, 1000]") + ")");
+    }
+    pod.setGpuShare(share);
+  }
+  if (auto it = pod.annotations.find(policy::kGpuIndexAnnotation); it != pod.annotations.end()) {
+    // Written by gpufair's binder; anything unreadable means "unknown" (the node places it).
+    const std::string_view t = trim(it->second);
+    int v = -1;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    pod.gpuIndex = (ec == std::errc() && end == t.data() + t.size() && v >= 0) ? v : -1;
+  }
+  if (auto it = pod.annotations.find(policy::kGpuModelsAnnotation); it != pod.annotations.end()) {
+    std::string_view rest = it->second;
+    while (!rest.empty()) {
+      const auto bar = rest.find('|');
+      const std::string_view part = trim(rest.substr(0, bar));
+      if (!part.empty()) pod.gpuModels.emplace_back(part);
+      rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -237,35 +334,59 @@ Result<policy::Pod> decodePod(element root) {
   object spec;
   if (!optObject(pod, "spec", spec, present, error, "pod")) return fail<policy::Pod>(what, error);
   if (present) {
-    std::vector<policy::ContainerGpus> regular;
-    std::vector<policy::ContainerGpus> init;
-    MilliGpu overhead = 0;
+    std::vector<ContainerResources> regularAll;
+    std::vector<ContainerResources> initAll;
+    Resources overheads;
     object overheadList;
     bool hasOverhead = false;
     if (!optString(spec, "nodeName", out.nodeName, error, "spec") ||
         !optString(spec, "schedulerName", out.schedulerName, error, "spec") ||
-        !containers(spec, "containers", false, regular, error) ||
-        !containers(spec, "initContainers", true, init, error) ||
+        !containers(spec, "containers", false, regularAll, error) ||
+        !containers(spec, "initContainers", true, initAll, error) ||
         !optObject(spec, "overhead", overheadList, hasOverhead, error, "spec")) {
       return fail<policy::Pod>(what, error);
     }
-    if (hasOverhead && !resourceList(overheadList, "spec.overhead", overhead, error)) {
+    if (hasOverhead && !resourceList(overheadList, "spec.overhead", overheads, error)) {
       return fail<policy::Pod>(what, error);
     }
+    auto column = [](const std::vector<ContainerResources>& all, auto member) {
+      std::vector<policy::ContainerGpus> out;
+      out.reserve(all.size());
+      for (const auto& c : all) out.push_back(c.*member);
+      return out;
+    };
+    const auto regular = column(regularAll, &ContainerResources::gpus);
+    const auto init = column(initAll, &ContainerResources::gpus);
+    const MilliGpu overhead = std::max<MilliGpu>(overheads.gpus, 0);
     // effectiveRequest adds these up; a huge count ("10E" in two containers, each saturating
     // int64) must not wrap around to a negative request.
-    MilliGpu total = std::max<MilliGpu>(overhead, 0);
-    for (const auto* list : {&regular, &init}) {
-      for (const auto& c : *list) {
-        if (__builtin_add_overflow(total, c.request, &total)) {
-          return fail<policy::Pod>(what, "nvidia.com/gpu requests add up to more than " +
-                                             formatGpus(std::numeric_limits<MilliGpu>::max()) +
-                                             " GPUs");
+    for (const auto member :
+         {&ContainerResources::gpus, &ContainerResources::cpu, &ContainerResources::memory}) {
+      std::int64_t total = 0;
+      for (const auto* list : {&regularAll, &initAll}) {
+        for (const auto& c : *list) {
+          if (__builtin_add_overflow(total, (c.*member).request, &total)) {
+            const char* name = member == &ContainerResources::gpus  ? "nvidia.com/gpu"
+                               : member == &ContainerResources::cpu ? "cpu"
+                                                                    : "memory";
+            return fail<policy::Pod>(
+                what, std::string(name) + " requests add up to more than " +
+                          (member == &ContainerResources::gpus
+                               ? formatGpus(std::numeric_limits<MilliGpu>::max()) + " GPUs"
+                               : std::string("the largest quantity")));
+          }
         }
       }
     }
-    out.gpus = policy::effectiveRequest(regular, init, std::max<MilliGpu>(overhead, 0));
+    out.gpus = policy::effectiveRequest(regular, init, overhead);
+    out.cpuMilli = policy::effectiveRequest(column(regularAll, &ContainerResources::cpu),
+                                            column(initAll, &ContainerResources::cpu),
+                                            std::max<std::int64_t>(overheads.cpuMilli, 0));
+    out.memoryBytes = policy::effectiveRequest(column(regularAll, &ContainerResources::memory),
+                                               column(initAll, &ContainerResources::memory),
+                                               std::max<std::int64_t>(overheads.memory, 0));
   }
+  if (Result<bool> r = gpuAnnotations(out); !r) return fail<policy::Pod>(what, r.error());
 
   object status;
   if (!optObject(pod, "status", status, present, error, "pod"))
@@ -304,6 +425,9 @@ Result<policy::Node> decodeNode(element root) {
   }
   if (out.name.empty()) return R::failure("node has no metadata.name");
   out.deleting = deleted.has_value();
+  if (auto it = out.labels.find(policy::kGpuProductLabel); it != out.labels.end()) {
+    out.gpuModel = it->second;
+  }
   const std::string what = "node " + out.name;
   object spec;
   if (!optObject(node, "spec", spec, present, error, "node"))
@@ -327,11 +451,13 @@ Result<policy::Node> decodeNode(element root) {
     if (!optObject(status, "allocatable", allocatable, has, error, "status")) {
       return fail<policy::Node>(what, error);
     }
-    MilliGpu gpus = -1;
-    if (has && !resourceList(allocatable, "status.allocatable", gpus, error)) {
+    Resources r;
+    if (has && !resourceList(allocatable, "status.allocatable", r, error)) {
       return fail<policy::Node>(what, error);
     }
-    out.allocatable = std::max<MilliGpu>(gpus, 0);
+    out.allocatable = std::max<MilliGpu>(r.gpus, 0);
+    out.cpuMilli = std::max<std::int64_t>(r.cpuMilli, 0);
+    out.memoryBytes = std::max<std::int64_t>(r.memory, 0);
   }
   return out;
 }

@@ -1,12 +1,94 @@
 #include "gpufair/policy/admission.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 namespace gpufair::policy {
 namespace {
 
 std::string gpus(MilliGpu m) {
   return formatGpus(m) + (m == kMilliPerGpu ? " GPU" : " GPUs");
+}
+
+std::string joined(const std::vector<std::string>& models) {
+  std::string out;
+  for (const auto& m : models) out += (out.empty() ? "" : "|") + m;
+  return out;
+}
+
+std::string cpus(std::int64_t milli) {
+  return formatGpus(milli) + " CPUs";  // same thousandths formatting
+}
+
+std::string memory(std::int64_t bytes) {
+  constexpr double kGi = 1024.0 * 1024.0 * 1024.0;
+  const double gi = static_cast<double>(bytes) / kGi;
+  std::string text = std::to_string(std::llround(gi * 100) / 100.0);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text + "Gi memory";
+}
+
+Status fitsGpus(const NodeState& node, const Pod& pod) {
+  if (!pod.allowsModel(node.node().gpuModel)) {
+    const std::string has = node.node().gpuModel.empty()
+                                ? "no GPU model label (" + std::string(kGpuProductLabel) + ")"
+                                : "GPU model " + node.node().gpuModel;
+    return Status::unresolvable("node " + node.name() + " has " + has + "; pod allows " +
+                                joined(pod.gpuModels));
+  }
+  if (node.allocatable() < pod.gpus) {
+    return Status::unresolvable("node " + node.name() + " has " + gpus(node.allocatable()) +
+                                "; pod needs " + gpus(pod.gpus));
+  }
+  if (node.free() < pod.gpus) {
+    return Status::unschedulable("node " + node.name() + " has " + formatGpus(node.free()) +
+                                 " of " + gpus(node.allocatable()) + " free; pod needs " +
+                                 gpus(pod.gpus));
+  }
+  if (pod.isFractional()) {
+    if (node.largestGpuFree() < pod.gpuShare) {
+      return Status::unschedulable("node " + node.name() + " has no GPU with " +
+                                   formatGpus(pod.gpuShare) + " free (at most " +
+                                   formatGpus(node.largestGpuFree()) + " on one GPU); pod needs " +
+                                   formatGpus(pod.gpuShare) + " of one GPU");
+    }
+  } else if (node.fullyFreeGpus() < pod.gpuCount()) {
+    return Status::unschedulable(
+        "node " + node.name() + " has " + formatGpus(node.free()) + " of " +
+        gpus(node.allocatable()) + " free but only " + std::to_string(node.fullyFreeGpus()) +
+        " whole (others are shared); pod needs " + std::to_string(pod.gpuCount()) + " whole " +
+        (pod.gpuCount() == 1 ? "GPU" : "GPUs"));
+  }
+  return Status::ok();
+}
+
+Status fitsCpuMemory(const NodeState& node, const Pod& pod) {
+  const Node& n = node.node();
+  if (pod.cpuMilli > 0) {
+    if (n.cpuMilli < pod.cpuMilli) {
+      return Status::unresolvable("node " + n.name + " has " + cpus(n.cpuMilli) + "; pod needs " +
+                                  cpus(pod.cpuMilli));
+    }
+    if (node.cpuFree() < pod.cpuMilli) {
+      return Status::unschedulable("node " + n.name + " has " + formatGpus(node.cpuFree()) +
+                                   " of " + cpus(n.cpuMilli) + " free; pod needs " +
+                                   cpus(pod.cpuMilli));
+    }
+  }
+  if (pod.memoryBytes > 0) {
+    if (n.memoryBytes < pod.memoryBytes) {
+      return Status::unresolvable("node " + n.name + " has " + memory(n.memoryBytes) +
+                                  "; pod needs " + memory(pod.memoryBytes));
+    }
+    if (node.memoryFree() < pod.memoryBytes) {
+      return Status::unschedulable("node " + n.name + " has " + memory(node.memoryFree()) +
+                                   " free of " + memory(n.memoryBytes) + "; pod needs " +
+                                   memory(pod.memoryBytes));
+    }
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -73,22 +155,39 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
 }
 
 Status fitsNode(const NodeState& node, const Pod& pod) {
+  return fitsNode(node, pod, FitOptions{});
+}
+
+Status fitsNode(const NodeState& node, const Pod& pod, const FitOptions& options) {
   if (node.node().deleting)
     return Status::unresolvable("node " + node.name() + " is being deleted");
   if (node.node().unschedulable) {
     return Status::unresolvable("node " + node.name() + " is unschedulable (cordoned)");
   }
-  if (pod.gpus == 0) return Status::ok();
-  if (node.allocatable() < pod.gpus) {
-    return Status::unresolvable("node " + node.name() + " has " + gpus(node.allocatable()) +
-                                "; pod needs " + gpus(pod.gpus));
+  if (pod.gpus > 0) {
+    if (Status s = fitsGpus(node, pod); !s.isOk()) return s;
   }
-  if (node.free() < pod.gpus) {
-    return Status::unschedulable("node " + node.name() + " has " + formatGpus(node.free()) +
-                                 " of " + gpus(node.allocatable()) + " free; pod needs " +
-                                 gpus(pod.gpus));
-  }
+  if (options.checkCpuMemory) return fitsCpuMemory(node, pod);
   return Status::ok();
+}
+
+bool nodeFits(const NodeState& node, const Pod& pod, const FitOptions& options) {
+  const Node& n = node.node();
+  if (!n.takesNewPods()) return false;
+  if (pod.gpus > 0) {
+    if (!pod.allowsModel(n.gpuModel) || node.allocatable() < pod.gpus || node.free() < pod.gpus) {
+      return false;
+    }
+    if (pod.isFractional() ? node.largestGpuFree() < pod.gpuShare
+                           : node.fullyFreeGpus() < pod.gpuCount()) {
+      return false;
+    }
+  }
+  if (options.checkCpuMemory) {
+    if (pod.cpuMilli > 0 && node.cpuFree() < pod.cpuMilli) return false;
+    if (pod.memoryBytes > 0 && node.memoryFree() < pod.memoryBytes) return false;
+  }
+  return true;
 }
 
 }  // namespace gpufair::policy

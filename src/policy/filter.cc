@@ -16,7 +16,8 @@ void reject(FilterResult& r, std::string_view node, const Status& status) {
 FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
                     std::span<const std::string_view> candidates) {
   FilterResult r;
-  if (pod.gpus == 0) {
+  const FitOptions& options = snapshot.fitOptions();
+  if (pod.gpus == 0 && !options.checkCpuMemory) {
     r.feasible.assign(candidates.begin(), candidates.end());
     r.admission.queue = pod.queue;
     return r;
@@ -34,7 +35,7 @@ FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
           {name, "node " + std::string(name) + " is not in gpufair's cluster view yet"});
       continue;
     }
-    Status fit = fitsNode(*node, pod);
+    Status fit = fitsNode(*node, pod, options);
     if (fit.isOk()) {
       r.feasible.push_back(name);
     } else {
@@ -50,7 +51,8 @@ std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& po
   std::vector<NodeScore> scores;
   scores.reserve(candidates.size());
   for (std::string_view name : candidates) scores.push_back({name, 0});
-  if (pod.gpus == 0) return scores;
+  const FitOptions& options = snapshot.fitOptions();
+  if (pod.gpus == 0 && !options.checkCpuMemory) return scores;
 
   std::vector<const NodeState*> fitting;
   std::vector<std::size_t> where;
@@ -58,7 +60,7 @@ std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& po
   where.reserve(candidates.size());
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const NodeState* node = snapshot.findNode(candidates[i]);
-    if (node != nullptr && fitsNode(*node, pod).isOk()) {
+    if (node != nullptr && nodeFits(*node, pod, options)) {
       fitting.push_back(node);
       where.push_back(i);
     }

@@ -27,3 +27,15 @@ PodPhase parsePhase(std::string_view text) {
 }
 
 }  // namespace gpufair::policy
+
+namespace gpufair::policy {
+
+bool Pod::allowsModel(std::string_view model) const {
+  if (gpuModels.empty()) return true;
+  for (const auto& m : gpuModels) {
+    if (m == model) return true;
+  }
+  return false;
+}
+
+}  // namespace gpufair::policy

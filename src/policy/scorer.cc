@@ -65,6 +65,10 @@ class BlockFitScorer final : public Scorer {
 
 }  // namespace
 
+int Scorer::chooseGpu(const ClusterSnapshot&, const Pod& pod, const NodeState& node) const {
+  return pod.isFractional() ? node.bestFitGpu(pod.gpuShare) : -1;
+}
+
 ScorerPtr makeSpreadScorer() {
   return std::make_unique<SpreadScorer>();
 }
@@ -76,14 +80,27 @@ ScorerPtr makeBlockFitScorer() {
 }
 
 ScorerPtr makeScorer(std::string_view name) {
+  return makeScorer(name, ScorerOptions{});
+}
+
+ScorerPtr makeScorer(std::string_view name, const ScorerOptions& options) {
+  if (name == "default") name = kDefaultScorer;
   if (name == "spread") return makeSpreadScorer();
   if (name == "binpack") return makeBinpackScorer();
-  if (name == "blockfit" || name == "default") return makeBlockFitScorer();
+  if (name == "blockfit") return makeBlockFitScorer();
+  if (name == "bestfit") return makeBestFitScorer();
+  if (name == "dotprod") return makeDotProductScorer();
+  if (name == "random") return makeRandomScorer(options.seed);
+  if (name == "packing") return makePackingScorer();
+  if (name == "clustering") return makeClusteringScorer();
+  if (name == "fgd") return makeFgdScorer(options.workload);
+  if (name == "fgdplus") return makeFgdPlusScorer(options.workload);
   return nullptr;
 }
 
 std::vector<std::string> scorerNames() {
-  return {"blockfit", "binpack", "spread"};
+  return {"blockfit", "binpack", "spread",     "bestfit", "dotprod",
+          "random",   "packing", "clustering", "fgd",     "fgdplus"};
 }
 
 std::vector<int> normalizeScores(std::span<const double> raw) {

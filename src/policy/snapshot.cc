@@ -1,15 +1,120 @@
 #include "gpufair/policy/snapshot.h"
 
 #include <algorithm>
+#include <atomic>
+
+#include "gpufair/policy/fragmentation.h"
 
 namespace gpufair::policy {
 
+// One cached F_n: for which workload (by identity: a freed workload never matches a new one) and
+// fit options. Replaced atomically as a whole, so readers on other threads see a consistent entry.
+struct NodeState::FragSlot {
+  struct Entry {
+    std::weak_ptr<const Workload> workload;
+    bool checkCpuMemory = false;
+    double value = 0;
+  };
+  std::atomic<std::shared_ptr<const Entry>> entry;
+};
+
+namespace {
+
+int bestFit(std::span<const MilliGpu> used, MilliGpu share) {
+  int best = -1;
+  MilliGpu bestFree = 0;
+  for (std::size_t i = 0; i < used.size(); ++i) {
+    const MilliGpu free = used[i] >= kMilliPerGpu ? 0 : kMilliPerGpu - used[i];
+    if (free >= share && (best < 0 || free < bestFree)) {
+      best = static_cast<int>(i);
+      bestFree = free;
+    }
+  }
+  return best;
+}
+
+int leastUsed(std::span<const MilliGpu> used) {
+  return static_cast<int>(std::min_element(used.begin(), used.end()) - used.begin());
+}
+
+}  // namespace
+
+NodeState::~NodeState() = default;
+
+NodeState::NodeState(const NodeState& other)
+    : node_(other.node_),
+      pods_(other.pods_),
+      generation_(other.generation_),
+      used_(other.used_),
+      byQueue_(other.byQueue_),
+      gpuUsed_(other.gpuUsed_),
+      fullyFree_(other.fullyFree_),
+      largestGpuFree_(other.largestGpuFree_),
+      cpuUsed_(other.cpuUsed_),
+      memoryUsed_(other.memoryUsed_),
+      cache_(std::make_unique<FragSlot>()) {}
+
+NodeState& NodeState::operator=(const NodeState& other) {
+  if (this == &other) return *this;
+  node_ = other.node_;
+  pods_ = other.pods_;
+  generation_ = other.generation_;
+  used_ = other.used_;
+  byQueue_ = other.byQueue_;
+  gpuUsed_ = other.gpuUsed_;
+  fullyFree_ = other.fullyFree_;
+  largestGpuFree_ = other.largestGpuFree_;
+  cpuUsed_ = other.cpuUsed_;
+  memoryUsed_ = other.memoryUsed_;
+  cache_ = std::make_unique<FragSlot>();
+  return *this;
+}
+
 NodeState::NodeState(Node node, std::vector<PodPtr> pods, std::uint64_t generation)
-    : node_(std::move(node)), pods_(std::move(pods)), generation_(generation) {
+    : node_(std::move(node)),
+      pods_(std::move(pods)),
+      generation_(generation),
+      gpuUsed_(static_cast<std::size_t>(std::max(0, node_.gpuCount())), 0),
+      cache_(std::make_unique<FragSlot>()) {
   std::sort(pods_.begin(), pods_.end(),
             [](const PodPtr& a, const PodPtr& b) { return a->uid < b->uid; });
+  const int gpuCount = static_cast<int>(gpuUsed_.size());
+  auto knownIndex = [&](const Pod& p) { return p.gpuIndex >= 0 && p.gpuIndex < gpuCount; };
+  // Per-GPU placement: fractional pods with a known GPU, then whole-GPU pods on the emptiest GPUs,
+  // then fractional pods whose GPU is unknown where best fit puts them.
+  if (gpuCount > 0) {
+    for (const auto& pod : pods_) {
+      if (pod->holdsGpus() && pod->isFractional() && knownIndex(*pod))
+        gpuUsed_[static_cast<std::size_t>(pod->gpuIndex)] += pod->gpuShare;
+    }
+    std::vector<int> order(gpuUsed_.size());
+    for (const auto& pod : pods_) {
+      if (!pod->holdsGpus() || pod->isFractional() || pod->gpus <= 0) continue;
+      for (int i = 0; i < gpuCount; ++i) order[static_cast<std::size_t>(i)] = i;
+      const int take = std::min(pod->gpuCount(), gpuCount);
+      std::partial_sort(order.begin(), order.begin() + take, order.end(), [&](int a, int b) {
+        const MilliGpu ua = gpuUsed_[static_cast<std::size_t>(a)];
+        const MilliGpu ub = gpuUsed_[static_cast<std::size_t>(b)];
+        return ua != ub ? ua < ub : a < b;
+      });
+      for (int k = 0; k < take; ++k) gpuUsed_[static_cast<std::size_t>(order[k])] += kMilliPerGpu;
+    }
+    for (const auto& pod : pods_) {
+      if (!pod->holdsGpus() || !pod->isFractional() || knownIndex(*pod)) continue;
+      int at = bestFit(gpuUsed_, pod->gpuShare);
+      if (at < 0) at = leastUsed(gpuUsed_);
+      gpuUsed_[static_cast<std::size_t>(at)] += pod->gpuShare;
+    }
+    for (std::size_t i = 0; i < gpuUsed_.size(); ++i) {
+      if (gpuUsed_[i] == 0) ++fullyFree_;
+      largestGpuFree_ = std::max(largestGpuFree_, gpuFree(static_cast<int>(i)));
+    }
+  }
   for (const auto& pod : pods_) {
-    if (!pod->holdsGpus() || pod->gpus == 0) continue;
+    if (!pod->holdsGpus()) continue;
+    cpuUsed_ += pod->cpuMilli;
+    memoryUsed_ += pod->memoryBytes;
+    if (pod->gpus == 0) continue;
     used_ += pod->gpus;
     auto it = std::find_if(byQueue_.begin(), byQueue_.end(),
                            [&](const QueueUse& u) { return u.queue == pod->queue; });
@@ -18,6 +123,27 @@ NodeState::NodeState(Node node, std::vector<PodPtr> pods, std::uint64_t generati
     if (pod->overQuota) it->overQuota += pod->gpus;
     ++it->pods;
   }
+}
+
+int NodeState::bestFitGpu(MilliGpu share) const {
+  return bestFit(gpuUsed_, share);
+}
+
+double NodeState::cachedFragmentation(const WorkloadPtr& workload,
+                                      const FitOptions& options) const {
+  if (!workload) return 0;
+  auto sameOwner = [&](const std::weak_ptr<const Workload>& w) {
+    return !w.owner_before(workload) && !workload.owner_before(w);
+  };
+  std::shared_ptr<const FragSlot::Entry> e = cache_->entry.load(std::memory_order_acquire);
+  if (e && e->checkCpuMemory == options.checkCpuMemory && sameOwner(e->workload)) return e->value;
+  auto fresh = std::make_shared<FragSlot::Entry>();
+  fresh->workload = workload;
+  fresh->checkCpuMemory = options.checkCpuMemory;
+  fresh->value = nodeFragmentation(*this, *workload, options);
+  const double value = fresh->value;
+  cache_->entry.store(std::move(fresh), std::memory_order_release);
+  return value;
 }
 
 MilliGpu QueueState::unmetDeserved() const {
@@ -42,12 +168,20 @@ std::string resolveQueue(const QuotaConfig& config, std::string_view ns, const L
 
 ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending,
                                  QuotaConfig quota, std::uint64_t generation)
+    : ClusterSnapshot(std::move(nodes), std::move(pending), std::move(quota), generation, {}) {}
+
+ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending,
+                                 QuotaConfig quota, std::uint64_t generation,
+                                 SnapshotOptions options)
     : nodes_(std::move(nodes)),
       pending_(std::move(pending)),
       quota_(std::move(quota)),
-      generation_(generation) {
-  std::sort(nodes_.begin(), nodes_.end(),
-            [](const NodeStatePtr& a, const NodeStatePtr& b) { return a->name() < b->name(); });
+      generation_(generation),
+      options_(std::move(options)) {
+  auto byName = [](const NodeStatePtr& a, const NodeStatePtr& b) { return a->name() < b->name(); };
+  if (!std::is_sorted(nodes_.begin(), nodes_.end(), byName)) {
+    std::sort(nodes_.begin(), nodes_.end(), byName);
+  }
   index_.reserve(nodes_.size());
   frees_.reserve(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -58,6 +192,9 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<Po
       capacity_ += n.allocatable();
       free_ += n.free();
       frees_.push_back(n.free());
+      maxNodeGpus_ = std::max(maxNodeGpus_, n.allocatable());
+      maxNodeCpu_ = std::max(maxNodeCpu_, n.node().cpuMilli);
+      maxNodeMemory_ = std::max(maxNodeMemory_, n.node().memoryBytes);
     }
   }
   std::sort(frees_.begin(), frees_.end());

@@ -18,7 +18,24 @@ bool isPendingDemand(const policy::Pod& pod) {
 }  // namespace
 
 Mirror::Mirror(ClockPtr clock, MirrorOptions options)
-    : clock_(std::move(clock)), options_(options) {}
+    : clock_(std::move(clock)), options_(options), learned_(options.workloadDecay) {}
+
+void Mirror::setScorer(std::shared_ptr<const policy::Scorer> scorer) {
+  std::lock_guard lock(mu_);
+  scorer_ = std::move(scorer);
+}
+
+void Mirror::setWorkload(policy::WorkloadPtr workload) {
+  std::lock_guard lock(mu_);
+  fixedWorkload_ = std::move(workload);
+  workloadDirty_ = true;
+}
+
+void Mirror::observeLocked(const policy::Pod& pod) {
+  if (pod.gpus <= 0 || pod.isFinished()) return;
+  learned_.observe(pod);
+  if (!fixedWorkload_) workloadDirty_ = true;
+}
 
 void Mirror::upsertNode(policy::Node node) {
   std::lock_guard lock(mu_);
@@ -57,6 +74,11 @@ void Mirror::storeLocked(policy::PodPtr pod, Timestamp seen, bool fromApi) {
   }
   markLocked(*pod);
   if (!pod->nodeName.empty()) podsOnNode_[pod->nodeName].insert(key);
+  if (isPendingDemand(*pod)) {
+    pendingSet_[key] = pod;
+  } else {
+    pendingSet_.erase(key);
+  }
   Entry& e = pods_[key];
   e.pod = std::move(pod);
   e.seen = seen;
@@ -75,6 +97,7 @@ void Mirror::removeLocked(const std::string& uid) {
       if (on->second.empty()) podsOnNode_.erase(on);
     }
   }
+  pendingSet_.erase(uid);
   pods_.erase(it);
 }
 
@@ -87,8 +110,16 @@ void Mirror::upsertPodLocked(policy::Pod pod, Timestamp now) {
   if (pod.uid.empty()) pod.uid = keyOf(pod);
   pod.queue = policy::resolveQueue(quota_, pod.ns, pod.labels);
   pod.assumed = false;
-  if (auto it = pods_.find(pod.uid); it != pods_.end()) {
+  auto it = pods_.find(pod.uid);
+  if (it == pods_.end()) observeLocked(pod);
+  if (it != pods_.end()) {
     const policy::Pod& old = *it->second.pod;
+    if (old.gpuIndex >= 0 && pod.gpuIndex < 0 && pod.isFractional() && !old.nodeName.empty() &&
+        (pod.nodeName == old.nodeName || (pod.nodeName.empty() && old.assumed))) {
+      // The GPU we gave it at bind, until the annotation written by the binder shows up.
+      pod.gpuIndex = old.gpuIndex;
+      pod.annotations[policy::kGpuIndexAnnotation] = std::to_string(old.gpuIndex);
+    }
     if (old.assumed) {
       if (pod.nodeName.empty() && !pod.isFinished()) {
         // The API server has not caught up with our binding yet: keep holding the GPUs.
@@ -161,14 +192,25 @@ void Mirror::notePending(policy::Pod pod) {
   if (pod.uid.empty()) pod.uid = keyOf(pod);
   const Timestamp now = clock_->now();
   if (auto it = pods_.find(pod.uid); it != pods_.end()) {
-    if (!it->second.pod->nodeName.empty() || it->second.fromApi) {
-      if (it->second.pod->nodeName.empty()) it->second.seen = now;
+    const policy::Pod& known = *it->second.pod;
+    if (!known.nodeName.empty() || it->second.fromApi) {
+      if (known.nodeName.empty()) it->second.seen = now;
       return;  // bound, assumed, or known from the API server, which is the better source
+    }
+    // kube-scheduler offers a pending pod to /filter and /prioritize over and over: when nothing
+    // that matters changed, only note that it is still wanted (no new snapshot).
+    if (known.gpus == pod.gpus && known.gpuShare == pod.gpuShare &&
+        known.cpuMilli == pod.cpuMilli && known.memoryBytes == pod.memoryBytes &&
+        known.labels == pod.labels && known.phase == pod.phase &&
+        known.terminating == pod.terminating && known.annotations == pod.annotations) {
+      it->second.seen = now;
+      return;
     }
   }
   pod.queue = policy::resolveQueue(quota_, pod.ns, pod.labels);
   pod.nodeName.clear();
   pod.assumed = false;
+  if (pods_.find(pod.uid) == pods_.end()) observeLocked(pod);
   storeLocked(std::make_shared<const policy::Pod>(std::move(pod)), now, false);
 }
 
@@ -180,6 +222,17 @@ policy::PodPtr Mirror::findPod(std::string_view uid) const {
 
 Result<AssumeOutcome> Mirror::assume(std::string_view uid, std::string_view node) {
   std::lock_guard lock(mu_);
+  return assumeLocked(uid, node, scorer_.get());
+}
+
+Result<AssumeOutcome> Mirror::assume(std::string_view uid, std::string_view node,
+                                     const policy::Scorer& scorer) {
+  std::lock_guard lock(mu_);
+  return assumeLocked(uid, node, &scorer);
+}
+
+Result<AssumeOutcome> Mirror::assumeLocked(std::string_view uid, std::string_view node,
+                                           const policy::Scorer* scorer) {
   auto it = pods_.find(std::string(uid));
   if (it == pods_.end()) {
     return Result<AssumeOutcome>::failure("pod with uid " + std::string(uid) +
@@ -187,7 +240,9 @@ Result<AssumeOutcome> Mirror::assume(std::string_view uid, std::string_view node
   }
   const policy::Pod& pod = *it->second.pod;
   if (!pod.nodeName.empty()) {
-    if (pod.nodeName == node) return AssumeOutcome{pod.nodeName, pod.overQuota, pod.queue};
+    if (pod.nodeName == node) {
+      return AssumeOutcome{pod.nodeName, pod.overQuota, pod.queue, pod.gpuIndex};
+    }
     return Result<AssumeOutcome>::failure("pod " + pod.key() + " is already bound to node " +
                                           pod.nodeName);
   }
@@ -199,7 +254,7 @@ Result<AssumeOutcome> Mirror::assume(std::string_view uid, std::string_view node
   if (target == nullptr) {
     return Result<AssumeOutcome>::failure("node " + std::string(node) + " is not known to gpufair");
   }
-  if (Status fit = policy::fitsNode(*target, pod); !fit.isOk()) {
+  if (Status fit = policy::fitsNode(*target, pod, snap->fitOptions()); !fit.isOk()) {
     return Result<AssumeOutcome>::failure("pod " + pod.key() + " no longer fits: " + fit.reason());
   }
   const policy::Admission admission = policy::admit(*snap, pod);
@@ -207,14 +262,24 @@ Result<AssumeOutcome> Mirror::assume(std::string_view uid, std::string_view node
     return Result<AssumeOutcome>::failure("pod " + pod.key() +
                                           " is not admitted: " + admission.status.reason());
   }
+  int gpuIndex = -1;
+  if (pod.isFractional()) {
+    gpuIndex = scorer != nullptr ? scorer->chooseGpu(*snap, pod, *target) : -1;
+    if (gpuIndex < 0 || gpuIndex >= target->gpuCount() ||
+        target->gpuFree(gpuIndex) < pod.gpuShare) {
+      gpuIndex = target->bestFitGpu(pod.gpuShare);
+    }
+  }
   auto placed = std::make_shared<policy::Pod>(pod);
   placed->nodeName = std::string(node);
+  placed->gpuIndex = gpuIndex;
+  if (gpuIndex >= 0) placed->annotations[policy::kGpuIndexAnnotation] = std::to_string(gpuIndex);
   placed->assumed = true;
   placed->overQuota = admission.overQuota;
   if (admission.overQuota) placed->labels[policy::kOverQuotaLabel] = "true";
   const bool fromApi = it->second.fromApi;
   storeLocked(std::move(placed), clock_->now(), fromApi);
-  return AssumeOutcome{std::string(node), admission.overQuota, admission.queue};
+  return AssumeOutcome{std::string(node), admission.overQuota, admission.queue, gpuIndex};
 }
 
 void Mirror::confirm(std::string_view uid) {
@@ -235,6 +300,8 @@ void Mirror::forget(std::string_view uid) {
   pending->assumed = false;
   pending->overQuota = false;
   pending->labels.erase(policy::kOverQuotaLabel);
+  pending->gpuIndex = -1;
+  pending->annotations.erase(policy::kGpuIndexAnnotation);
   storeLocked(std::move(pending), clock_->now(), it->second.fromApi);
 }
 
@@ -255,6 +322,8 @@ std::size_t Mirror::expire() {
     pending->assumed = false;
     pending->overQuota = false;
     pending->labels.erase(policy::kOverQuotaLabel);
+    pending->gpuIndex = -1;
+    pending->annotations.erase(policy::kGpuIndexAnnotation);
     storeLocked(std::move(pending), now, pods_[uid].fromApi);
   }
   for (const auto& uid : dropped) removeLocked(uid);
@@ -267,8 +336,16 @@ policy::SnapshotPtr Mirror::snapshot() const {
 }
 
 policy::SnapshotPtr Mirror::rebuildLocked() const {
-  if (current_ && !allDirty_ && !pendingDirty_ && dirty_.empty()) return current_;
+  if (current_ && !allDirty_ && !pendingDirty_ && dirty_.empty() && !workloadDirty_) {
+    return current_;
+  }
   ++generation_;
+  if (workloadDirty_ || !publishedWorkload_) {
+    publishedWorkload_ = fixedWorkload_
+                             ? fixedWorkload_
+                             : std::make_shared<const policy::Workload>(learned_.distribution());
+    workloadDirty_ = false;
+  }
   auto build = [&](const std::string& name) {
     auto node = nodes_.find(name);
     if (node == nodes_.end()) {
@@ -291,11 +368,8 @@ policy::SnapshotPtr Mirror::rebuildLocked() const {
   }
   if (pendingDirty_ || allDirty_) {
     builtPending_.clear();
-    for (const auto& [uid, entry] : pods_) {
-      if (isPendingDemand(*entry.pod)) builtPending_.push_back(entry.pod);
-    }
-    std::sort(builtPending_.begin(), builtPending_.end(),
-              [](const policy::PodPtr& a, const policy::PodPtr& b) { return a->uid < b->uid; });
+    builtPending_.reserve(pendingSet_.size());
+    for (const auto& [uid, pod] : pendingSet_) builtPending_.push_back(pod);
   }
   dirty_.clear();
   allDirty_ = false;
@@ -303,8 +377,9 @@ policy::SnapshotPtr Mirror::rebuildLocked() const {
   std::vector<policy::NodeStatePtr> nodes;
   nodes.reserve(built_.size());
   for (const auto& [name, state] : built_) nodes.push_back(state);
-  current_ = std::make_shared<const policy::ClusterSnapshot>(std::move(nodes), builtPending_,
-                                                             quota_, generation_);
+  current_ = std::make_shared<const policy::ClusterSnapshot>(
+      std::move(nodes), builtPending_, quota_, generation_,
+      policy::SnapshotOptions{options_.fit, publishedWorkload_, options_.seed});
   return current_;
 }
 

@@ -136,6 +136,15 @@ INSTANTIATE_TEST_SUITE_P(
                  "blockfit",
                  sixThreesThenEight({"node-1", "node-1", "node-1", "node-2", "node-2", "node-2"},
                                     "node-3")},
+        // Against a workload of 3-GPU pods, a third pod on a node would strand its last GPU
+        // (fragmentation +1 GPU), which costs more than opening a fresh node (0.3): two per node.
+        Scenario{"FgdPlusAlsoFitsEight",
+                 fourByTen(),
+                 {},
+                 teams(),
+                 "fgdplus",
+                 sixThreesThenEight({"node-1", "node-1", "node-2", "node-2", "node-3", "node-3"},
+                                    "node-4")},
         Scenario{"BinpackAlsoFits",
                  fourByTen(),
                  {},
@@ -143,6 +152,54 @@ INSTANTIATE_TEST_SUITE_P(
                  "binpack",
                  sixThreesThenEight({"node-1", "node-1", "node-1", "node-2", "node-2", "node-2"},
                                     "node-3")}),
+    [](const auto& info) { return info.param.name; });
+
+std::vector<policy::Node> twoByTwo() {
+  return {MakeNode("node-1").gpus(2), MakeNode("node-2").gpus(2)};
+}
+
+// Two halves, then a pod that needs two whole GPUs: packing the halves onto one GPU keeps a node
+// whole; spreading them leaves no node with two whole GPUs.
+std::vector<Step> twoHalvesThenTwo(std::string second, std::string two) {
+  return {{MakePod("team-a", "half-1").share(0.5), "node-1", ""},
+          {MakePod("team-a", "half-2").share(0.5), second, ""},
+          {MakePod("team-b", "two").gpus(2), two, two.empty() ? "pod needs 2 GPUs" : ""}};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FractionalGpus, ScenarioTest,
+    ::testing::Values(Scenario{"FgdSharesOneGpuAndKeepsANodeWhole",
+                               twoByTwo(),
+                               {},
+                               teams(),
+                               "fgd",
+                               twoHalvesThenTwo("node-1", "node-2")},
+                      Scenario{"DefaultAlsoKeepsANodeWhole",
+                               twoByTwo(),
+                               {},
+                               teams(),
+                               policy::kDefaultScorer,
+                               twoHalvesThenTwo("node-1", "node-2")},
+                      Scenario{"FgdPlusSharesOneGpu",
+                               twoByTwo(),
+                               {},
+                               teams(),
+                               "fgdplus",
+                               twoHalvesThenTwo("node-1", "node-2")},
+                      Scenario{"SpreadBreaksBothNodes",
+                               twoByTwo(),
+                               {},
+                               teams(),
+                               "spread",
+                               twoHalvesThenTwo("node-2", "")},
+                      Scenario{"QueueChargedForFractions",
+                               twoByTwo(),
+                               {MakePod("team-a", "r1").gpus(1).on("node-1")},
+                               {MakeQueue("team-a").deserved(1).limit(1.5)},
+                               "fgd",
+                               {{MakePod("team-a", "half").share(0.5), "node-1", ""},
+                                {MakePod("team-a", "quarter").share(0.25), "",
+                                 "queue team-a at 1.5/1.5 GPUs (limit); pod needs 0.25 GPUs"}}}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -225,3 +225,27 @@ TEST_F(MirrorTest, RelistKeepsAssumptionsTheServerHasNotSeenYet) {
 
 }  // namespace
 }  // namespace gpufair::state
+
+namespace gpufair::state {
+namespace {
+
+TEST_F(MirrorTest, ReofferingAnUnchangedPendingPodPublishesNothingNew) {
+  mirror_.notePending(MakePod("team-a", "p").gpus(2));
+  auto first = mirror_.snapshot();
+  for (int i = 0; i < 3; ++i) mirror_.notePending(MakePod("team-a", "p").gpus(2));
+  EXPECT_EQ(mirror_.snapshot(), first);  // same snapshot object: nothing was rebuilt
+  // A changed request is news.
+  mirror_.notePending(MakePod("team-a", "p").gpus(3));
+  auto changed = mirror_.snapshot();
+  EXPECT_NE(changed, first);
+  EXPECT_EQ(changed->findQueue("team-a")->pending, testing::gpus(3));
+  // Re-offers still keep it from expiring.
+  clock_->advance(500s);
+  mirror_.notePending(MakePod("team-a", "p").gpus(3));
+  clock_->advance(500s);
+  EXPECT_EQ(mirror_.expire(), 0u);
+  EXPECT_NE(mirror_.findPod("uid-team-a-p"), nullptr);
+}
+
+}  // namespace
+}  // namespace gpufair::state

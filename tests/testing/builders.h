@@ -2,10 +2,14 @@
 //   MakePod("team-a", "train-1").gpus(3).on("node-1").obj()
 //   MakeNode("node-1").gpus(10).obj()
 //   MakeQueue("team-a").deserved(20).limit(30).obj()
+//   MakePod("team-a", "notebook").share(0.5).gpuIndex(1).models({"V100"}).cpu(4).memGi(16)
+//   MakeNode("node-1").gpus(8).model("V100").cpu(96).memGi(512)
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gpufair/common/clock.h"
 #include "gpufair/common/quota.h"
@@ -30,6 +34,31 @@ class MakePod {
   }
   MakePod& gpus(double n) {
     pod_.gpus = testing::gpus(n);
+    return *this;
+  }
+  // Part of one GPU: share(0.5) is half a GPU (gpufair.io/gpu-fraction: "0.5").
+  MakePod& share(double fraction) {
+    pod_.setGpuShare(testing::gpus(fraction));
+    return *this;
+  }
+  MakePod& gpuIndex(int index) {
+    pod_.gpuIndex = index;
+    return *this;
+  }
+  MakePod& models(std::vector<std::string> m) {
+    pod_.gpuModels = std::move(m);
+    return *this;
+  }
+  MakePod& cpu(double cores) {
+    pod_.cpuMilli = static_cast<std::int64_t>(cores * 1000);
+    return *this;
+  }
+  MakePod& memGi(double gi) {
+    pod_.memoryBytes = static_cast<std::int64_t>(gi * 1024 * 1024 * 1024);
+    return *this;
+  }
+  MakePod& annotation(std::string k, std::string v) {
+    pod_.annotations[std::move(k)] = std::move(v);
     return *this;
   }
   MakePod& on(std::string node) {
@@ -66,6 +95,18 @@ class MakeNode {
   explicit MakeNode(std::string name) { node_.name = std::move(name); }
   MakeNode& gpus(double n) {
     node_.allocatable = testing::gpus(n);
+    return *this;
+  }
+  MakeNode& model(std::string m) {
+    node_.gpuModel = std::move(m);
+    return *this;
+  }
+  MakeNode& cpu(double cores) {
+    node_.cpuMilli = static_cast<std::int64_t>(cores * 1000);
+    return *this;
+  }
+  MakeNode& memGi(double gi) {
+    node_.memoryBytes = static_cast<std::int64_t>(gi * 1024 * 1024 * 1024);
     return *this;
   }
   MakeNode& unschedulable() {

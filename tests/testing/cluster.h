@@ -12,7 +12,8 @@ namespace gpufair::testing {
 
 inline policy::SnapshotPtr snapshotOf(const std::vector<policy::Node>& nodes,
                                       std::vector<policy::Pod> pods,
-                                      const std::vector<QueueQuota>& queues = {}) {
+                                      const std::vector<QueueQuota>& queues = {},
+                                      policy::SnapshotOptions options = {}) {
   QuotaConfig quota;
   quota.queues = queues;
   std::map<std::string, std::vector<policy::PodPtr>> byNode;
@@ -31,7 +32,7 @@ inline policy::SnapshotPtr snapshotOf(const std::vector<policy::Node>& nodes,
     states.push_back(std::make_shared<const policy::NodeState>(node, byNode[node.name], 1));
   }
   return std::make_shared<const policy::ClusterSnapshot>(std::move(states), std::move(pending),
-                                                         std::move(quota), 1);
+                                                         std::move(quota), 1, std::move(options));
 }
 
 // A pending pod as the engine sees it: queue resolved against the snapshot's config.

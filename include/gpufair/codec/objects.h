@@ -16,11 +16,18 @@
 namespace gpufair::codec {
 
 // A Pod. The GPU request is nvidia.com/gpu computed as Kubernetes does (policy::effectiveRequest);
-// a malformed quantity, a negative or fractional GPU count is an error.
+// a malformed quantity, a negative or fractional GPU count is an error. cpu and memory requests are
+// computed the same way (Pod::cpuMilli, Pod::memoryBytes).
+// Annotations: gpufair.io/gpu-fraction ("0.5", in (0, 1]) or gpufair.io/gpu-milli ("500", in
+// (0, 1000]) ask for part of one GPU (Pod::gpuShare; "1" / "1000" is one whole GPU); both, either
+// with an nvidia.com/gpu request, or out of range is an error naming the annotation.
+// gpufair.io/gpu-index ("2") -> Pod::gpuIndex (unreadable: -1, unknown); gpufair.io/gpu-models
+// ("V100M16|V100M32") -> Pod::gpuModels.
 Result<policy::Pod> decodePod(simdjson::dom::element pod);
 Result<policy::Pod> decodePodJson(std::string_view json);
 
-// A Node. Allocatable GPUs from status.allocatable["nvidia.com/gpu"] (absent: 0).
+// A Node. Allocatable GPUs from status.allocatable["nvidia.com/gpu"] (absent: 0), cpu and memory
+// from status.allocatable too; Node::gpuModel from the label nvidia.com/gpu.product.
 Result<policy::Node> decodeNode(simdjson::dom::element node);
 Result<policy::Node> decodeNodeJson(std::string_view json);
 

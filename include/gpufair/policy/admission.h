@@ -20,7 +20,13 @@ struct Admission {
 // The pod is assumed not yet counted in its queue's allocation (it is pending).
 Admission admit(const ClusterSnapshot& snapshot, const Pod& pod);
 
-// Node-level fit: the node exists, takes new pods and has `pod.gpus` free.
+// Node-level fit: the node takes new pods, has a GPU model the pod allows, and has room: a
+// whole-GPU pod needs gpuCount() GPUs nobody uses; a fractional pod needs one GPU with its share
+// free. With options.checkCpuMemory, also the pod's CPU and memory requests must fit in what is
+// free. (For whole-GPU pods on nodes without fractional pods this is "pod.gpus free".)
 Status fitsNode(const NodeState& node, const Pod& pod);
+Status fitsNode(const NodeState& node, const Pod& pod, const FitOptions& options);
+// The same decision without the reason (no allocation): for hot loops such as simulation.
+bool nodeFits(const NodeState& node, const Pod& pod, const FitOptions& options = {});
 
 }  // namespace gpufair::policy

@@ -25,7 +25,9 @@ struct FilterResult {
   Admission admission;                     // the queue decision that applied to every node
 };
 
-// Pods that request no GPU pass on every candidate, untouched. Unknown node names fail that node.
+// Pods that request no GPU pass on every candidate, untouched (unless the snapshot's fit options
+// check CPU and memory: then they must fit those). Unknown node names fail that node. Fit uses
+// snapshot.fitOptions().
 FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
                     std::span<const std::string_view> candidates);
 
@@ -34,7 +36,9 @@ struct NodeScore {
   int score = 0;  // 0..10
 };
 
-// Scores every candidate; a pod that requests no GPU, or a node that does not fit, scores 0.
+// Scores every candidate; a node that does not fit scores 0, and so does every node for a pod that
+// requests no GPU (unless the snapshot's fit options check CPU and memory: offline simulation
+// scores those pods too).
 std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& pod,
                                   std::span<const std::string_view> candidates,
                                   const Scorer& scorer);

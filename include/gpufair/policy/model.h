@@ -3,9 +3,12 @@
 // Thread-safety: value types. Shared as std::shared_ptr<const T> once published in a snapshot.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "gpufair/common/clock.h"
 #include "gpufair/common/quantity.h"
@@ -15,6 +18,17 @@ namespace gpufair::policy {
 inline constexpr const char* kGpuResource = "nvidia.com/gpu";
 inline constexpr const char* kQueueLabel = "gpufair.io/queue";
 inline constexpr const char* kOverQuotaLabel = "gpufair.io/over-quota";
+// Fractional GPUs: a pod without an nvidia.com/gpu request asks for part of one GPU with exactly
+// one of these annotations: gpu-fraction "0.5" (of one GPU, in (0, 1]) or gpu-milli "500" (in
+// (0, 1000]). The physical GPU a fractional pod was given is the annotation gpu-index ("0", "1",
+// ...), written by the binder from AssumeOutcome::gpuIndex.
+inline constexpr const char* kGpuFractionAnnotation = "gpufair.io/gpu-fraction";
+inline constexpr const char* kGpuMilliAnnotation = "gpufair.io/gpu-milli";
+inline constexpr const char* kGpuIndexAnnotation = "gpufair.io/gpu-index";
+// Allowed GPU models of a pod: "V100M16|V100M32" (absent or empty: any model).
+inline constexpr const char* kGpuModelsAnnotation = "gpufair.io/gpu-models";
+// A node's GPU model, as NVIDIA's GPU feature discovery labels it.
+inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
 
 enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
 const char* phaseName(PodPhase phase);
@@ -28,7 +42,21 @@ struct Pod {
   std::string name;
   std::string nodeName;       // spec.nodeName, or the node gpufair assumed at bind; empty: unbound
   std::string schedulerName;  // spec.schedulerName
-  MilliGpu gpus = 0;  // effective nvidia.com/gpu request (see effectiveRequest in request.h)
+  // Milli-GPUs the pod is charged (quota counts fractions exactly): the effective nvidia.com/gpu
+  // request (see effectiveRequest in request.h) times 1000, or the fraction of one GPU it asks for.
+  MilliGpu gpus = 0;
+  // Shape of the GPU request. gpuShare in (0, 1000): a fractional pod taking that much of ONE
+  // physical GPU (then gpus == gpuShare). gpuShare == 0: a whole-GPU pod taking gpuCount() GPUs
+  // that nobody else uses. Set both with setWholeGpus / setGpuShare, or set `gpus` alone for a
+  // whole-GPU pod.
+  MilliGpu gpuShare = 0;
+  // The physical GPU (0-based) a fractional pod runs on: annotation gpufair.io/gpu-index, or the
+  // mirror's choice at assume. -1: unknown (the node then places it where the engine would).
+  int gpuIndex = -1;
+  // Allowed GPU models (annotation gpufair.io/gpu-models); empty: any.
+  std::vector<std::string> gpuModels;
+  std::int64_t cpuMilli = 0;     // effective cpu request, in millicores
+  std::int64_t memoryBytes = 0;  // effective memory request, in bytes
   PodPhase phase = PodPhase::kPending;
   bool terminating = false;  // metadata.deletionTimestamp set
   bool overQuota = false;    // borrowed: label gpufair.io/over-quota=true
@@ -41,6 +69,26 @@ struct Pod {
   std::string queue;
 
   std::string key() const { return ns + "/" + name; }
+  bool isFractional() const { return gpuShare > 0 && gpuShare < kMilliPerGpu; }
+  // Whole GPUs a whole-GPU pod takes (rounded up); 0 for a fractional or GPU-less pod.
+  int gpuCount() const {
+    return isFractional() ? 0 : static_cast<int>((gpus + kMilliPerGpu - 1) / kMilliPerGpu);
+  }
+  // What the pod needs of each GPU it uses: its share, or a whole GPU; 0 without GPUs.
+  MilliGpu perGpu() const { return isFractional() ? gpuShare : (gpus > 0 ? kMilliPerGpu : 0); }
+  // How many physical GPUs it uses: 1 for a fractional pod.
+  int gpusUsed() const { return isFractional() ? 1 : gpuCount(); }
+  void setWholeGpus(int count) {
+    gpus = static_cast<MilliGpu>(count) * kMilliPerGpu;
+    gpuShare = 0;
+  }
+  // share in (0, 1000]; 1000 is one whole GPU.
+  void setGpuShare(MilliGpu share) {
+    gpus = share;
+    gpuShare = share >= kMilliPerGpu ? 0 : share;
+  }
+  // Whether a node with this GPU model may run the pod.
+  bool allowsModel(std::string_view model) const;
   // kube-scheduler's accounting: bound and not Succeeded/Failed holds resources, even terminating.
   bool holdsGpus() const {
     return !nodeName.empty() && phase != PodPhase::kSucceeded && phase != PodPhase::kFailed;
@@ -54,8 +102,13 @@ struct Node {
   bool unschedulable = false;  // spec.unschedulable
   bool deleting = false;       // metadata.deletionTimestamp set
   Labels labels;
+  std::string gpuModel;          // label nvidia.com/gpu.product; empty: unknown
+  std::int64_t cpuMilli = 0;     // status.allocatable.cpu in millicores
+  std::int64_t memoryBytes = 0;  // status.allocatable.memory in bytes
 
   bool takesNewPods() const { return !unschedulable && !deleting; }
+  // Physical GPUs: allocatable in whole GPUs.
+  int gpuCount() const { return static_cast<int>(allocatable / kMilliPerGpu); }
 };
 
 }  // namespace gpufair::policy

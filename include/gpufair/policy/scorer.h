@@ -4,6 +4,7 @@
 // stateless and const; one instance serves all threads.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,8 +24,20 @@ class Scorer {
   // out[i] is the raw score of placing `pod` on nodes[i]; every node is known to fit the pod.
   virtual void score(const ClusterSnapshot& snapshot, const Pod& pod,
                      std::span<const NodeState* const> nodes, std::span<double> out) const = 0;
+  // For a fractional pod: the GPU of `node` this strategy gives it, or -1 if no GPU has room.
+  // The default is best fit (NodeState::bestFitGpu): the GPU with the least room that fits.
+  virtual int chooseGpu(const ClusterSnapshot& snapshot, const Pod& pod,
+                        const NodeState& node) const;
 };
 using ScorerPtr = std::unique_ptr<Scorer>;
+
+// Construction-time settings of a scorer; unset ones come from the snapshot.
+struct ScorerOptions {
+  std::uint64_t seed = 0;  // "random": mixed with ClusterSnapshot::seed()
+  // "fgd", "fgdplus": the target workload; null: the snapshot's workload(); if that is null or
+  // empty too, the pod being placed stands for the workload.
+  WorkloadPtr workload;
+};
 
 // "spread": least allocated after placement (kube-scheduler's LeastAllocated on GPUs).
 ScorerPtr makeSpreadScorer();
@@ -36,9 +49,32 @@ ScorerPtr makeBinpackScorer();
 // wins; among equal costs, the tightest fit (fewest GPUs left free).
 ScorerPtr makeBlockFitScorer();
 
+// "bestfit" (the paper's BestFit): least weighted leftover of CPU and GPU after placement, each
+// normalized by the largest node's capacity.
+ScorerPtr makeBestFitScorer();
+// "dotprod" (the paper's DotProd, after Tetris): smallest dot product of the node's free vector
+// and the pod's request vector (CPU, memory, GPU; normalized by the node's capacity).
+ScorerPtr makeDotProductScorer();
+// "random": a pseudo-random score per (pod uid, node name, seed); deterministic.
+ScorerPtr makeRandomScorer(std::uint64_t seed = 0);
+// "packing" (the paper's GPU Packing): a fractional pod to an already shared GPU first, then GPUs
+// on a partly used node, then an idle node.
+ScorerPtr makePackingScorer();
+// "clustering" (the paper's GPU Clustering): pods with the same GPU request together: nodes that
+// run only that request first, then mixed nodes with it, then idle nodes, then other nodes.
+ScorerPtr makeClusteringScorer();
+// "fgd" (Fragmentation Gradient Descent): the node (and GPU) where the node's fragmentation F_n
+// against the target workload grows least (see fragmentation.h).
+ScorerPtr makeFgdScorer(WorkloadPtr workload = nullptr);
+// "fgdplus": fgd that also keeps whole nodes free: starting on an idle node (all GPUs free) costs
+// as much as 0.3 GPU of fragmentation growth, and among equal growth the node left with fewer free
+// GPUs wins. Same GPU choice as fgd.
+ScorerPtr makeFgdPlusScorer(WorkloadPtr workload = nullptr);
+
 inline constexpr const char* kDefaultScorer = "blockfit";
 // nullptr for an unknown name.
 ScorerPtr makeScorer(std::string_view name);
+ScorerPtr makeScorer(std::string_view name, const ScorerOptions& options);
 std::vector<std::string> scorerNames();
 
 // Raw scores to 0..10: the best gets 10, the rest are spread over 0..9 by their distance from the

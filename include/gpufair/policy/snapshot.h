@@ -19,6 +19,25 @@ namespace gpufair::policy {
 
 using PodPtr = std::shared_ptr<const Pod>;
 
+class Workload;  // fragmentation.h
+using WorkloadPtr = std::shared_ptr<const Workload>;
+
+// What node fit checks besides GPUs. The GPU model is always checked. CPU and memory only when
+// asked: in a cluster kube-scheduler checks them itself (and gpufair may not see every pod), while
+// an offline simulation must.
+struct FitOptions {
+  bool checkCpuMemory = false;
+};
+
+// A snapshot's extras beyond nodes, pods and quotas.
+struct SnapshotOptions {
+  FitOptions fit{};
+  // The target workload fragmentation is measured against (fgd); null: none known.
+  WorkloadPtr workload;
+  // Seed for strategies that choose pseudo-randomly (the engine never reads global randomness).
+  std::uint64_t seed = 0;
+};
+
 // GPUs one queue holds on one node.
 struct QueueUse {
   std::string queue;
@@ -28,9 +47,18 @@ struct QueueUse {
 };
 
 // A node with the pods bound (or assumed) to it. Built once per node generation.
+// Per-GPU accounting: the node has node().gpuCount() physical GPUs. Fractional pods occupy their
+// gpuIndex (or, when unknown or out of range, the best-fit GPU at that point); whole-GPU pods take
+// the emptiest GPUs (lowest index among equals), after fractional pods with a known index. Pods are
+// placed in uid order, so the result is deterministic.
+// Thread-safety: immutable, except an internal fragmentation cache that is safe to use from
+// several threads.
 class NodeState {
  public:
   NodeState(Node node, std::vector<PodPtr> pods, std::uint64_t generation);
+  ~NodeState();
+  NodeState(const NodeState& other);  // copies everything but the cache
+  NodeState& operator=(const NodeState& other);
 
   const Node& node() const { return node_; }
   const std::string& name() const { return node_.name; }
@@ -42,12 +70,49 @@ class NodeState {
   MilliGpu free() const { return used_ >= node_.allocatable ? 0 : node_.allocatable - used_; }
   const std::vector<QueueUse>& byQueue() const { return byQueue_; }
 
+  // Physical GPUs and milli-GPUs used on each (may exceed 1000 on an overcommitted GPU).
+  int gpuCount() const { return static_cast<int>(gpuUsed_.size()); }
+  MilliGpu gpuUsed(int index) const { return gpuUsed_[static_cast<std::size_t>(index)]; }
+  MilliGpu gpuFree(int index) const {
+    const MilliGpu u = gpuUsed(index);
+    return u >= kMilliPerGpu ? 0 : kMilliPerGpu - u;
+  }
+  std::span<const MilliGpu> gpuUsedList() const { return gpuUsed_; }
+  // GPUs nobody uses at all.
+  int fullyFreeGpus() const { return fullyFree_; }
+  // The most free milli-GPUs on any one GPU.
+  MilliGpu largestGpuFree() const { return largestGpuFree_; }
+  // Best fit for a share of one GPU: the GPU with the least free room that still has `share` free
+  // (lowest index among equals); -1 if none.
+  int bestFitGpu(MilliGpu share) const;
+
+  // CPU and memory requested by pods holding resources here, and what is left of allocatable.
+  std::int64_t cpuUsed() const { return cpuUsed_; }
+  std::int64_t memoryUsed() const { return memoryUsed_; }
+  std::int64_t cpuFree() const {
+    return cpuUsed_ >= node_.cpuMilli ? 0 : node_.cpuMilli - cpuUsed_;
+  }
+  std::int64_t memoryFree() const {
+    return memoryUsed_ >= node_.memoryBytes ? 0 : node_.memoryBytes - memoryUsed_;
+  }
+
+  // Fragmentation F_n of this node against `workload`, computed once per workload and cached
+  // (see fragmentation.h; nodeFragmentation is the way to ask).
+  double cachedFragmentation(const WorkloadPtr& workload, const FitOptions& options) const;
+
  private:
+  struct FragSlot;
   Node node_;
   std::vector<PodPtr> pods_;
   std::uint64_t generation_;
   MilliGpu used_ = 0;
   std::vector<QueueUse> byQueue_;
+  std::vector<MilliGpu> gpuUsed_;
+  int fullyFree_ = 0;
+  MilliGpu largestGpuFree_ = 0;
+  std::int64_t cpuUsed_ = 0;
+  std::int64_t memoryUsed_ = 0;
+  std::unique_ptr<FragSlot> cache_;  // never null
 };
 using NodeStatePtr = std::shared_ptr<const NodeState>;
 
@@ -74,6 +139,8 @@ class ClusterSnapshot {
   // GPUs.
   ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending, QuotaConfig quota,
                   std::uint64_t generation);
+  ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending, QuotaConfig quota,
+                  std::uint64_t generation, SnapshotOptions options);
 
   std::uint64_t generation() const { return generation_; }
   std::span<const NodeStatePtr> nodes() const { return nodes_; }
@@ -90,6 +157,15 @@ class ClusterSnapshot {
   // How many nodes that take new pods have at least `gpus` free.
   int nodesWithFree(MilliGpu gpus) const;
 
+  const SnapshotOptions& options() const { return options_; }
+  const FitOptions& fitOptions() const { return options_.fit; }
+  const WorkloadPtr& workload() const { return options_.workload; }  // may be null
+  std::uint64_t seed() const { return options_.seed; }
+  // The largest allocatable of any node taking new pods (normalizes bestfit and dotprod).
+  MilliGpu maxNodeGpus() const { return maxNodeGpus_; }
+  std::int64_t maxNodeCpu() const { return maxNodeCpu_; }
+  std::int64_t maxNodeMemory() const { return maxNodeMemory_; }
+
  private:
   std::vector<NodeStatePtr> nodes_;
   std::unordered_map<std::string_view, std::size_t> index_;  // views into nodes_' names
@@ -101,6 +177,10 @@ class ClusterSnapshot {
   MilliGpu allocated_ = 0;
   MilliGpu free_ = 0;
   std::vector<MilliGpu> frees_;  // free GPUs of nodes taking new pods, ascending
+  SnapshotOptions options_;
+  MilliGpu maxNodeGpus_ = 0;
+  std::int64_t maxNodeCpu_ = 0;
+  std::int64_t maxNodeMemory_ = 0;
 };
 using SnapshotPtr = std::shared_ptr<const ClusterSnapshot>;
 

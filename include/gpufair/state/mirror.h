@@ -27,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -39,6 +40,8 @@
 #include "gpufair/common/quota.h"
 #include "gpufair/common/status.h"
 #include "gpufair/policy/admission.h"
+#include "gpufair/policy/fragmentation.h"
+#include "gpufair/policy/scorer.h"
 #include "gpufair/policy/snapshot.h"
 
 namespace gpufair::state {
@@ -46,12 +49,21 @@ namespace gpufair::state {
 struct MirrorOptions {
   std::chrono::seconds assumeTtl{30};
   std::chrono::seconds pendingTtl{15 * 60};
+  // Published in every snapshot (ClusterSnapshot::options()).
+  policy::FitOptions fit{};
+  std::uint64_t seed = 0;
+  // The target workload (fgd) is learned from the GPU pods the mirror sees pending: each new pod
+  // is one step of decay (policy::WorkloadModel). setWorkload() fixes it instead.
+  double workloadDecay = 0.999;
 };
 
 struct AssumeOutcome {
   std::string node;
   bool overQuota = false;  // admitted as borrowed: label it gpufair.io/over-quota=true
   std::string queue;
+  // The physical GPU given to a fractional pod: write it as annotation gpufair.io/gpu-index.
+  // -1 for whole-GPU and GPU-less pods.
+  int gpuIndex = -1;
 };
 
 class Mirror {
@@ -85,8 +97,17 @@ class Mirror {
   policy::PodPtr findPod(std::string_view uid) const;
 
   // /bind: checks on the current state that the pod still fits on `node` and that its queue admits
-  // it, then holds its GPUs there (Assumed). Errors say why in words.
+  // it, then holds its GPUs there (Assumed). A fractional pod is given a GPU: the scorer's choice
+  // (the one passed, else the one set with setScorer), else best fit; it is recorded in the pod
+  // (gpuIndex and annotation gpufair.io/gpu-index) and in the outcome. Errors say why in words.
   Result<AssumeOutcome> assume(std::string_view uid, std::string_view node);
+  Result<AssumeOutcome> assume(std::string_view uid, std::string_view node,
+                               const policy::Scorer& scorer);
+
+  // The strategy whose GPU choice assume() uses by default (null: best fit).
+  void setScorer(std::shared_ptr<const policy::Scorer> scorer);
+  // Fixes the target workload published in snapshots; null goes back to learning it online.
+  void setWorkload(policy::WorkloadPtr workload);
   // Marks an assumed pod bound (the API server accepted the binding and no watch will tell us).
   void confirm(std::string_view uid);
   // Drops an assumption: the pod is pending again and its GPUs are free.
@@ -111,6 +132,9 @@ class Mirror {
   void upsertPodLocked(policy::Pod pod, Timestamp now);
   void markLocked(const policy::Pod& pod);  // marks what a change of this pod affects
   policy::SnapshotPtr rebuildLocked() const;
+  Result<AssumeOutcome> assumeLocked(std::string_view uid, std::string_view node,
+                                     const policy::Scorer* scorer);
+  void observeLocked(const policy::Pod& pod);  // learns the workload from a newly pending pod
 
   ClockPtr clock_;
   MirrorOptions options_;
@@ -120,14 +144,22 @@ class Mirror {
   std::unordered_map<std::string, policy::Node> nodes_;  // GUARDED_BY(mu_)
   std::unordered_map<std::string, Entry> pods_;          // GUARDED_BY(mu_) by uid
   // uid of every pod placed (bound or assumed) on a node name, whether or not the node is known.
-  std::unordered_map<std::string, std::set<std::string>> podsOnNode_;    // GUARDED_BY(mu_)
-  mutable std::set<std::string, std::less<>> dirty_;                     // GUARDED_BY(mu_)
-  mutable bool pendingDirty_ = true;                                     // GUARDED_BY(mu_)
-  mutable bool allDirty_ = true;                                         // GUARDED_BY(mu_)
-  mutable std::uint64_t generation_ = 0;                                 // GUARDED_BY(mu_)
-  mutable std::unordered_map<std::string, policy::NodeStatePtr> built_;  // GUARDED_BY(mu_)
-  mutable std::vector<policy::PodPtr> builtPending_;                     // GUARDED_BY(mu_)
-  mutable policy::SnapshotPtr current_;                                  // GUARDED_BY(mu_)
+  std::unordered_map<std::string, std::set<std::string>> podsOnNode_;  // GUARDED_BY(mu_)
+  mutable std::set<std::string, std::less<>> dirty_;                   // GUARDED_BY(mu_)
+  mutable bool pendingDirty_ = true;                                   // GUARDED_BY(mu_)
+  mutable bool allDirty_ = true;                                       // GUARDED_BY(mu_)
+  mutable std::uint64_t generation_ = 0;                               // GUARDED_BY(mu_)
+  // Unbound pods that want GPUs, by uid (kept in step by storeLocked/removeLocked).
+  std::map<std::string, policy::PodPtr> pendingSet_;  // GUARDED_BY(mu_)
+  // Kept sorted by name so a snapshot's node list needs no sort.
+  mutable std::map<std::string, policy::NodeStatePtr, std::less<>> built_;  // GUARDED_BY(mu_)
+  mutable std::vector<policy::PodPtr> builtPending_;                        // GUARDED_BY(mu_)
+  mutable policy::SnapshotPtr current_;                                     // GUARDED_BY(mu_)
+  std::shared_ptr<const policy::Scorer> scorer_;                            // GUARDED_BY(mu_)
+  policy::WorkloadModel learned_;                                           // GUARDED_BY(mu_)
+  policy::WorkloadPtr fixedWorkload_;                                       // GUARDED_BY(mu_)
+  mutable policy::WorkloadPtr publishedWorkload_;                           // GUARDED_BY(mu_)
+  mutable bool workloadDirty_ = false;                                      // GUARDED_BY(mu_)
 };
 
 }  // namespace gpufair::state
