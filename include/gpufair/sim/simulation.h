@@ -1,0 +1,49 @@
+// A simulation: every (strategy, seed) pair replayed on the same scenario, on a pool of threads.
+// A seed fixes the submitted pod list (the same for every strategy) and the tie-break order.
+// Thread-safety: simulate() is reentrant; `progress` may be read from other threads meanwhile.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpufair/common/status.h"
+#include "gpufair/sim/report.h"
+#include "gpufair/sim/sampling.h"
+#include "gpufair/sim/scenario.h"
+
+namespace gpufair::sim {
+
+struct Progress {
+  std::atomic<std::size_t> total{0};  // pods to submit over all replays, known once sampled
+  std::atomic<std::size_t> done{0};   // pods submitted so far
+  std::atomic<std::size_t> runsDone{0};
+  std::atomic<std::size_t> runsTotal{0};
+};
+
+struct SimulationOptions {
+  std::vector<std::string> policies;  // scorer names (policy::makeScorer)
+  std::vector<std::uint64_t> seeds{42, 43, 44, 45, 46, 47, 48, 49, 50, 51};
+  double load = 1.3;
+  Sampling sampling = Sampling::kInflate;
+  int step = 1;  // curve resolution, percent of capacity
+  std::vector<int> summaryPoints{90, 95, 100, 130};
+  double typicalPopularity = 0.95;  // target workload: see typicalWorkload()
+  bool measureFragmentation = true;
+  unsigned threads = 0;  // 0: one per hardware thread
+  Progress* progress = nullptr;
+};
+
+// Fails (before replaying anything) on an unknown strategy, no seeds, or a workload that cannot
+// reach the load (see samplePods).
+Result<SimulationReport> simulate(const Scenario& scenario, const SimulationOptions& options);
+
+// "42-51", "1,2,5-7", "7": seeds in the given order, ranges inclusive; duplicates are an error.
+Result<std::vector<std::uint64_t>> parseSeeds(std::string_view text);
+// "fgd,bestfit": names, in order; empty items and duplicates are an error.
+Result<std::vector<std::string>> parsePolicies(std::string_view text);
+
+}  // namespace gpufair::sim

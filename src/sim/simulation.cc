@@ -1,0 +1,201 @@
+#include "gpufair/sim/simulation.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "gpufair/policy/scorer.h"
+
+namespace gpufair::sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string trim(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return {};
+  const auto e = s.find_last_not_of(" \t");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+std::vector<std::string> splitComma(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    out.push_back(
+        trim(text.substr(start, comma == std::string_view::npos ? comma : comma - start)));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+bool parseUnsigned(std::string_view s, std::uint64_t& out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+}  // namespace
+
+Result<std::vector<std::uint64_t>> parseSeeds(std::string_view text) {
+  using R = Result<std::vector<std::uint64_t>>;
+  constexpr std::uint64_t kMaxSeeds = 10000;
+  std::vector<std::uint64_t> out;
+  std::set<std::uint64_t> seen;
+  for (const std::string& item : splitComma(text)) {
+    const std::string bad = "seeds \"" + std::string(text) + "\": ";
+    if (item.empty()) return R::failure(bad + "empty item (expected e.g. 42-51 or 1,2,5-7)");
+    std::uint64_t lo = 0, hi = 0;
+    const auto dash = item.find('-');
+    if (dash == std::string::npos) {
+      if (!parseUnsigned(item, lo)) return R::failure(bad + "\"" + item + "\" is not a seed");
+      hi = lo;
+    } else if (!parseUnsigned(trim(item.substr(0, dash)), lo) ||
+               !parseUnsigned(trim(item.substr(dash + 1)), hi)) {
+      return R::failure(bad + "\"" + item + "\" is not a range like 42-51");
+    }
+    if (hi < lo) return R::failure(bad + "range \"" + item + "\" goes down");
+    if (hi - lo >= kMaxSeeds || out.size() + (hi - lo) >= kMaxSeeds)
+      return R::failure(bad + "more than " + std::to_string(kMaxSeeds) + " seeds");
+    for (std::uint64_t s = lo;; ++s) {
+      if (!seen.insert(s).second) return R::failure(bad + "seed " + std::to_string(s) + " twice");
+      out.push_back(s);
+      if (s == hi) break;
+    }
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> parsePolicies(std::string_view text) {
+  using R = Result<std::vector<std::string>>;
+  std::vector<std::string> out;
+  for (std::string& item : splitComma(text)) {
+    if (item.empty()) return R::failure("policies \"" + std::string(text) + "\": empty item");
+    if (std::find(out.begin(), out.end(), item) != out.end())
+      return R::failure("policy " + item + " given twice");
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+Result<SimulationReport> simulate(const Scenario& scenario, const SimulationOptions& options) {
+  using R = Result<SimulationReport>;
+  if (options.policies.empty()) return R::failure("no policy given");
+  if (options.seeds.empty()) return R::failure("no seed given");
+  if (!(options.load > 0) || options.load > 100) return R::failure("the load must be in (0, 100]");
+
+  // The target workload (fgd, fragmentation): the scenario's pod list, as the paper's simulator
+  // derives its typical pods from the trace.
+  auto workload = std::make_shared<const policy::Workload>(
+      typicalWorkload(scenario.templates, options.typicalPopularity));
+  std::vector<policy::ScorerPtr> scorers;
+  for (const auto& name : options.policies) {
+    policy::ScorerOptions so;
+    so.workload = workload;
+    auto scorer = policy::makeScorer(name, so);
+    if (!scorer) {
+      std::string known;
+      for (const auto& n : policy::scorerNames()) known += (known.empty() ? "" : ", ") + n;
+      return R::failure("unknown policy \"" + name + "\" (known: " + known + ")");
+    }
+    scorers.push_back(std::move(scorer));
+  }
+
+  const MilliGpu capacity = scenario.gpuCapacity();
+  const std::vector<MilliGpu> requests = scenario.templateRequests();
+  std::vector<std::vector<std::size_t>> orders;
+  std::size_t total = 0;
+  for (std::uint64_t seed : options.seeds) {
+    auto order = samplePods(requests, capacity, {options.load, options.sampling, seed});
+    if (!order) return R::failure(scenario.source + ": " + order.error());
+    total += order->size();
+    orders.push_back(std::move(order.value()));
+  }
+
+  SimulationReport report;
+  report.source = scenario.source;
+  report.nodes = scenario.nodes.size();
+  report.capacity = capacity;
+  report.templates = scenario.templates.size();
+  report.load = options.load;
+  report.sampling = samplingName(options.sampling);
+  report.seeds = options.seeds;
+  report.summaryPoints = options.summaryPoints;
+  for (const auto& name : options.policies) {
+    PolicyReport p;
+    p.policy = name;
+    p.runs.resize(options.seeds.size());
+    report.policies.push_back(std::move(p));
+  }
+  const std::size_t jobs = options.policies.size() * options.seeds.size();
+  if (options.progress) {
+    options.progress->total = total * options.policies.size();
+    options.progress->runsTotal = jobs;
+  }
+  const int maxPercent = static_cast<int>(std::ceil(options.load * 100.0 - 1e-9));
+
+  // Jobs are handed out longest first would need their lengths; all are alike, so in order.
+  std::atomic<std::size_t> next{0};
+  std::mutex errorMu;
+  std::string error;  // GUARDED_BY(errorMu)
+  auto worker = [&] {
+    while (true) {
+      const std::size_t job = next.fetch_add(1);
+      if (job >= jobs) return;
+      const std::size_t p = job / options.seeds.size();
+      const std::size_t s = job % options.seeds.size();
+      ReplayOptions ro;
+      ro.seed = options.seeds[s];
+      ro.workload = workload;
+      ro.measureFragmentation = options.measureFragmentation;
+      ro.progress = options.progress ? &options.progress->done : nullptr;
+      const auto start = Clock::now();
+      ReplayResult result;
+      try {
+        result = replay(scenario, orders[s], *scorers[p], ro);
+      } catch (const std::exception& e) {  // e.g. out of memory: fail the run, not the process
+        std::lock_guard<std::mutex> lock(errorMu);
+        if (error.empty())
+          error =
+              options.policies[p] + ", seed " + std::to_string(options.seeds[s]) + ": " + e.what();
+        next = jobs;
+        return;
+      }
+      RunReport& run = report.policies[p].runs[s];
+      run.seconds = secondsSince(start);
+      run.seed = options.seeds[s];
+      run.pods = orders[s].size();
+      run.placed = result.placed;
+      run.failed = result.failed;
+      run.arrivedGpus = result.events.empty() ? 0 : result.events.back().arrived;
+      run.allocatedGpus = result.events.empty() ? 0 : result.events.back().allocated;
+      run.curve = curveOf(result.events, capacity, maxPercent, options.step);
+      if (options.progress) options.progress->runsDone.fetch_add(1);
+    }
+  };
+  unsigned threads = options.threads ? options.threads : std::thread::hardware_concurrency();
+  threads = static_cast<unsigned>(std::clamp<std::size_t>(threads ? threads : 1, 1, jobs));
+  const auto start = Clock::now();
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (!error.empty()) return R::failure(error);
+  report.seconds = secondsSince(start);
+  report.threads = threads;
+  summarize(report);
+  return report;
+}
+
+}  // namespace gpufair::sim

@@ -1,0 +1,131 @@
+// `gpufair simulate` as users run it: exit codes, messages and output files.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "sim/sim_testing.h"
+
+namespace gpufair::app {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Outcome run(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  auto* oldOut = std::cout.rdbuf(out.rdbuf());
+  auto* oldErr = std::cerr.rdbuf(err.rdbuf());
+  const int code = runSimulate(args);
+  std::cout.rdbuf(oldOut);
+  std::cerr.rdbuf(oldErr);
+  return {code, out.str(), err.str()};
+}
+
+class SimulateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/simulate_cli";
+    std::filesystem::create_directories(dir_);
+    nodes_ = dir_ + "/nodes.csv";
+    pods_ = dir_ + "/pods.csv";
+    std::ofstream(nodes_) << "sn,cpu_milli,memory_mib,gpu,model\n"
+                             "n1,64000,262144,2,P100\nn2,96000,393216,8,G2\nn3,32000,131072,4,T4\n";
+    std::ofstream(pods_) << "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+                            "p0,8000,16384,1,1000,\np1,4000,8192,1,500,\np2,16000,65536,4,1000,\n"
+                            "p3,2000,4096,0,0,\np4,6000,12288,1,250,T4\n";
+  }
+  std::vector<std::string> csv(std::vector<std::string> more) const {
+    std::vector<std::string> a{"--nodes", nodes_, "--pods", pods_, "--quiet"};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  }
+  std::string dir_, nodes_, pods_;
+};
+
+TEST_F(SimulateCli, PrintsTheTableAndWritesJsonAndSvg) {
+  const std::string json = dir_ + "/out.json", svg = dir_ + "/out.svg";
+  Outcome o =
+      run(csv({"--policy", "fgd,bestfit", "--seeds", "1-3", "--json", json, "--plot", svg}));
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("median of 3 seeds"));
+  EXPECT_THAT(o.out, HasSubstr("fgd"));
+  EXPECT_THAT(o.out, HasSubstr("bestfit"));
+  EXPECT_EQ(o.err, "") << "--quiet";
+  std::ifstream in(json);
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["policies"].size(), 2u);
+  EXPECT_EQ(j["policies"][0]["runs"].size(), 3u);
+  std::ifstream s(svg);
+  std::string text((std::istreambuf_iterator<char>(s)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("</svg>"));
+}
+
+TEST_F(SimulateCli, SummaryLineWithoutQuiet) {
+  Outcome o = run({"--nodes", nodes_, "--pods", pods_, "--seeds", "5", "--policy", "random"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.err, HasSubstr("gpufair simulate: 1 run ("));
+}
+
+TEST_F(SimulateCli, UsageErrorsExitTwo) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{"--quiet"}, "no input"},
+      {{"--nodes", "x.csv"}, "--nodes and --pods go together"},
+      {csv({"--seeds", "9-1"}), "range \"9-1\" goes down"},
+      {csv({"--seeds", "a,b"}), "is not a seed"},
+      {csv({"--policy", "fgd,magic"}), "unknown policy \"magic\""},
+      {csv({"--load", "lots"}), "--load \"lots\""},
+      {csv({"--sampling", "twice"}), "--sampling must be inflate or resample"},
+      {csv({"--bogus"}), "unknown flag --bogus"},
+      {csv({"--cluster", "c.yaml"}), "not both"},
+  };
+  for (const auto& c : cases) {
+    Outcome o = run(c.args);
+    EXPECT_EQ(o.code, 2) << c.message;
+    EXPECT_THAT(o.err, HasSubstr(c.message));
+  }
+}
+
+TEST_F(SimulateCli, InputErrorsExitOne) {
+  Outcome missing = run({"--nodes", dir_ + "/none.csv", "--pods", pods_});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("cannot read " + dir_ + "/none.csv"));
+
+  const std::string bad = dir_ + "/bad.csv";
+  std::ofstream(bad) << "name,num_gpu,gpu_milli\nok,1,500\nbroken,1,x\n";
+  Outcome badRow = run({"--nodes", nodes_, "--pods", bad});
+  EXPECT_EQ(badRow.code, 1);
+  EXPECT_THAT(badRow.err, HasSubstr(bad + ":3: column gpu_milli"));
+
+  const std::string cpuOnly = dir_ + "/cpu.csv";
+  std::ofstream(cpuOnly) << "name,num_gpu\nc,0\n";
+  Outcome noGpu = run({"--nodes", nodes_, "--pods", cpuOnly});
+  EXPECT_EQ(noGpu.code, 1);
+  EXPECT_THAT(noGpu.err, HasSubstr("no pod of the workload requests a GPU"));
+
+  Outcome unwritable = run(csv({"--seeds", "1", "--json", dir_ + "/no/such/dir/x.json"}));
+  EXPECT_EQ(unwritable.code, 1);
+  EXPECT_THAT(unwritable.err, HasSubstr("cannot write"));
+}
+
+TEST_F(SimulateCli, HelpExitsZero) {
+  Outcome o = run({"--help"});
+  EXPECT_EQ(o.code, 0);
+  EXPECT_THAT(o.out, HasSubstr("--seeds"));
+}
+
+}  // namespace
+}  // namespace gpufair::app
