@@ -82,9 +82,10 @@ Response ExtenderService::filter(std::string_view body) {
       args.pod.key(), formatGpus(args.pod.gpus), args.pod.queue, result.feasible.size(),
       args.candidates.size(), result.failed.size(), result.unresolvable.size());
   if (result.feasible.empty() && !args.candidates.empty()) {
+    const std::string reason(firstReason(result));
     spdlog::info("filter rejected {} ({} GPUs, queue {}) on all {} nodes: {}", args.pod.key(),
-                 formatGpus(args.pod.gpus), args.pod.queue, args.candidates.size(),
-                 firstReason(result));
+                 formatGpus(args.pod.gpus), args.pod.queue, args.candidates.size(), reason);
+    if (observer_ != nullptr) observer_->rejected(args.pod, reason);
   }
   Response response;
   encodeFilterResult(args, result, error, response.body);
@@ -178,6 +179,7 @@ Response ExtenderService::bind(std::string_view body) {
       }
     }
   }
+  if (overQuota && observer_ != nullptr) observer_->borrowed(*pod, args.node, assumed->queue);
   spdlog::debug("bound {} to {} (queue {}{})", pod->key(), args.node, assumed->queue,
                 overQuota ? ", over quota" : "");
   return bindError("");

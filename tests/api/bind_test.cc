@@ -200,3 +200,46 @@ TEST_F(BindTest, MemoryBinderKeepsABoundedLog) {
 
 }  // namespace
 }  // namespace gpufair::api
+
+namespace gpufair::api {
+namespace {
+
+// Records what the service reports for Events.
+class RecordingObserver final : public DecisionObserver {
+ public:
+  void rejected(const policy::Pod& pod, const std::string& reason) override {
+    rejections.push_back(pod.key() + ": " + reason);
+  }
+  void borrowed(const policy::Pod& pod, const std::string& node,
+                const std::string& queue) override {
+    borrows.push_back(pod.key() + " on " + node + " from " + queue);
+  }
+  std::vector<std::string> rejections;
+  std::vector<std::string> borrows;
+};
+
+TEST_F(BindTest, ObserverHearsOfRejectionsAndBorrows) {
+  RecordingObserver observer;
+  service.setObserver(&observer);
+  offer(service, "team-a", "base", "uid-base", 4);
+  ASSERT_EQ(
+      parseJson(post(service, "/bind", bindArgs("team-a", "base", "uid-base", "gpu-node-1")).body)
+          .at("Error"),
+      "");
+  EXPECT_TRUE(observer.borrows.empty());  // within deserved: nothing to say
+  offer(service, "team-a", "extra", "uid-extra", 4);
+  ASSERT_EQ(
+      parseJson(post(service, "/bind", bindArgs("team-a", "extra", "uid-extra", "gpu-node-1")).body)
+          .at("Error"),
+      "");
+  ASSERT_EQ(observer.borrows.size(), 1u);
+  EXPECT_EQ(observer.borrows[0], "team-a/extra on gpu-node-1 from team-a");
+
+  offer(service, "team-a", "too-big", "uid-too-big", 64);  // fits no node
+  ASSERT_EQ(observer.rejections.size(), 1u);
+  EXPECT_NE(observer.rejections[0].find("team-a/too-big: "), std::string::npos)
+      << observer.rejections[0];
+}
+
+}  // namespace
+}  // namespace gpufair::api

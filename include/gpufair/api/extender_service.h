@@ -27,6 +27,18 @@ namespace gpufair::api {
 // Readiness: ok means ready; otherwise the reason is reported by /readyz with a 503.
 using ReadinessCheck = std::function<Status()>;
 
+// Told of decisions a person should see on the pod (as Kubernetes Events in a cluster).
+// Called on io threads; implementations must be quick and thread-safe (queue, don't block).
+class DecisionObserver {
+ public:
+  virtual ~DecisionObserver() = default;
+  // /filter left the pod no node; `reason` is the first reason in words.
+  virtual void rejected(const policy::Pod& pod, const std::string& reason) = 0;
+  // /bind placed the pod as borrowed (over its queue's deserved quota).
+  virtual void borrowed(const policy::Pod& pod, const std::string& node,
+                        const std::string& queue) = 0;
+};
+
 class ExtenderService final : public RequestHandler {
  public:
   // readiness may be empty: always ready.
@@ -34,6 +46,8 @@ class ExtenderService final : public RequestHandler {
                   ReadinessCheck readiness = {});
 
   Response handle(const Request& request) override;
+  // Optional; must outlive the service. Set before serving.
+  void setObserver(DecisionObserver* observer) { observer_ = observer; }
 
   Response filter(std::string_view body);
   Response prioritize(std::string_view body);
@@ -48,6 +62,7 @@ class ExtenderService final : public RequestHandler {
   const policy::Scorer& scorer_;
   Binder& binder_;
   ReadinessCheck readiness_;
+  DecisionObserver* observer_ = nullptr;
 };
 
 }  // namespace gpufair::api
