@@ -8,5 +8,6 @@ namespace gpufair::app {
 
 int runServe(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
+int runSimulate(const std::vector<std::string>& args);
 
 }  // namespace gpufair::app

@@ -12,6 +12,7 @@ constexpr const char* kUsage = R"(Usage: gpufair COMMAND [flags]
 Commands:
   serve      serve kube-scheduler's extender webhooks (see: gpufair serve --help)
   validate   check quota files offline (see: gpufair validate --help)
+  simulate   replay a trace through the engine (see: gpufair simulate --help)
   version    print the version
 
 gpufair shares GPUs fairly between teams: per-team quotas, fragmentation-aware placement,
@@ -31,6 +32,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "serve") return gpufair::app::runServe(args);
     if (command == "validate") return gpufair::app::runValidate(args);
+    if (command == "simulate") return gpufair::app::runSimulate(args);
     if (command == "version" || command == "--version") {
       std::cout << "gpufair " << GPUFAIR_VERSION << "\n";
       return 0;

@@ -1,12 +1,11 @@
 // `gpufair serve`: the extender webhooks over a cluster from a file (demos, tests), and
 // `gpufair validate`: checks a quota file offline with the same code the service uses.
-#include <malloc.h>
-
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include "gpufair/api/binder.h"
@@ -19,6 +18,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "kube_source.h"
 
 namespace gpufair::app {
 namespace {
@@ -27,10 +27,22 @@ const std::vector<FlagSpec>& serveFlags() {
   static const std::vector<FlagSpec> kFlags = {
       {"cluster", "serve a cluster read from this YAML/JSON file (nodes, pods, quota ConfigMaps)",
        ""},
+      {"kubeconfig",
+       "read the cluster from the API server of this kubeconfig (default: in-cluster)", ""},
+      {"context", "the kubeconfig context to use (default: its current context)", ""},
+      {"leader-elect", "elect one writing replica through a Lease (true or false)", "true"},
+      {"lease-name", "the leader-election Lease in gpufair's namespace", "gpufair"},
+      {"lease-duration", "leader election: how long a Lease is valid", "15s"},
+      {"renew-deadline", "leader election: stop leading when not renewed for this long", "10s"},
+      {"retry-period", "leader election: how often to try to acquire or renew", "2s"},
+      {"stale-after", "not ready when a watch has been down for longer than this", "60s"},
       {"listen", "HOST:PORT for the webhooks; port 0 picks a free port", "127.0.0.1:8888"},
-      {"namespace", "gpufair's own namespace: quota ConfigMaps are read only from here",
-       "gpufair-system"},
-      {"scorer", "placement strategy: blockfit, binpack or spread", policy::kDefaultScorer},
+      {"namespace",
+       "gpufair's own namespace: quota ConfigMaps and the Lease live here (default: the service "
+       "account's namespace in a cluster, else gpufair-system)",
+       ""},
+      {"scorer", "placement strategy: blockfit, fgd, fgdplus, bestfit, binpack, spread, ...",
+       policy::kDefaultScorer},
       {"threads", "HTTP io threads", "2"},
       {"max-body-bytes", "largest request body accepted", std::to_string(64u << 20)},
       {"read-timeout", "time a client has to send a whole request", "10s"},
@@ -85,11 +97,8 @@ int runServe(const std::vector<std::string>& argv) {
     return fail("--log-level must be trace, debug, info, warn, error or off", 2);
   }
   spdlog::set_level(level);
-  if (!args.has("cluster")) {
-    return fail(
-        "serve needs --cluster FILE: this build serves a cluster described in a file; reading the "
-        "cluster from the Kubernetes API server is not built yet",
-        2);
+  if (args.has("cluster") && args.has("kubeconfig")) {
+    return fail("--cluster and --kubeconfig exclude each other: serve a file or a cluster", 2);
   }
 
   api::ServerOptions options;
@@ -120,33 +129,76 @@ int runServe(const std::vector<std::string>& argv) {
   mirrorOptions.assumeTtl = std::chrono::seconds{std::max<long long>(1, *assumeTtl / 1000)};
   mirrorOptions.pendingTtl = std::chrono::seconds{std::max<long long>(1, *pendingTtl / 1000)};
 
-  policy::ScorerPtr scorer = policy::makeScorer(args.get("scorer"));
+  std::shared_ptr<const policy::Scorer> scorer = policy::makeScorer(args.get("scorer"));
   if (!scorer) {
     std::string known;
     for (const auto& n : policy::scorerNames()) known += (known.empty() ? "" : ", ") + n;
     return fail("--scorer " + args.get("scorer") + " is not a known strategy (" + known + ")", 2);
   }
 
-  auto cluster = config::loadClusterFile(args.get("cluster"), args.get("namespace"));
-  if (!cluster) return fail("cannot load cluster file:\n" + cluster.error());
-  for (const auto& note : cluster->notes) spdlog::info("{}", note);
-
   state::Mirror mirror(std::make_shared<SystemClock>(), mirrorOptions);
-  mirror.setQuotaConfig(cluster->quota);
-  for (auto& node : cluster->nodes) mirror.upsertNode(std::move(node));
-  for (auto& pod : cluster->pods) mirror.upsertPod(std::move(pod));
-  cluster = Result<config::ClusterObjects>::failure("");  // the parsed copy is no longer needed
-  // Parsing a large file leaves hundreds of MiB of freed YAML nodes in glibc's arenas; hand them
-  // back so resident memory reflects what the service holds (bench/RESULTS.md: 567 -> 95 MiB).
-  malloc_trim(0);
+  mirror.setScorer(scorer);  // /bind picks a fractional pod's GPU the way the scorer would
+  api::MemoryBinder memoryBinder;
+  std::unique_ptr<KubeSource> kube;
+  std::string source;
+  if (args.has("cluster")) {
+    const std::string ns = args.has("namespace") ? args.get("namespace") : "gpufair-system";
+    auto cluster = config::loadClusterFile(args.get("cluster"), ns);
+    if (!cluster) return fail("cannot load cluster file:\n" + cluster.error());
+    for (const auto& note : cluster->notes) spdlog::info("{}", note);
+    mirror.setQuotaConfig(cluster->quota);
+    for (auto& node : cluster->nodes) mirror.upsertNode(std::move(node));
+    for (auto& pod : cluster->pods) mirror.upsertPod(std::move(pod));
+    cluster = Result<config::ClusterObjects>::failure("");  // the parsed copy is no longer needed
+    // Parsing a large file leaves hundreds of MiB of freed YAML nodes in glibc's arenas; hand
+    // them back so resident memory reflects what the service holds (bench/RESULTS.md).
+    malloc_trim(0);
+    source = "cluster file " + args.get("cluster");
+  } else {
+    KubeSettings settings;
+    settings.kubeconfig = args.get("kubeconfig");
+    settings.context = args.get("context");
+    settings.ns = args.get("namespace");
+    settings.leaseName = args.get("lease-name");
+    if (args.get("leader-elect") != "true" && args.get("leader-elect") != "false") {
+      return fail("--leader-elect must be true or false", 2);
+    }
+    settings.leaderElect = args.get("leader-elect") == "true";
+    struct {
+      const char* flag;
+      std::chrono::seconds* out;
+    } periods[] = {{"lease-duration", &settings.leaseDuration},
+                   {"renew-deadline", &settings.renewDeadline},
+                   {"retry-period", &settings.retryPeriod},
+                   {"stale-after", &settings.staleAfter}};
+    for (auto& p : periods) {
+      auto ms = parseMillis(args.get(p.flag));
+      if (!ms || *ms < 1000) return fail("--" + std::string(p.flag) + " must be at least 1s", 2);
+      *p.out = std::chrono::seconds{*ms / 1000};
+    }
+    if (!(settings.leaseDuration > settings.renewDeadline &&
+          settings.renewDeadline > settings.retryPeriod)) {
+      return fail("leader election needs --lease-duration > --renew-deadline > --retry-period", 2);
+    }
+    auto created = KubeSource::create(settings, mirror, std::make_shared<SystemClock>());
+    if (!created) return fail(created.error());
+    kube = std::move(created.value());
+    source = "API server " + kube->server() + " (namespace " + kube->ns() + ")";
+  }
 
-  api::MemoryBinder binder;
-  api::ExtenderService service(mirror, *scorer, binder);
+  api::Binder& binder = kube ? static_cast<api::Binder&>(*kube) : memoryBinder;
+  api::ExtenderService service(mirror, *scorer, binder,
+                               [&kube]() -> Status { return kube ? kube->ready() : Status::ok(); });
+  if (kube) service.setObserver(kube.get());
   api::ExtenderServer server(service, options);
   // The handler only sets a flag; the loop below notices it and stops the server.
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);
-  if (Status started = server.start(); !started.isOk()) return fail(started.reason());
+  if (kube) kube->start();
+  if (Status started = server.start(); !started.isOk()) {
+    if (kube) kube->stop();
+    return fail(started.reason());
+  }
 
   auto snap = mirror.snapshot();
   const std::string url = "http://" + [&] {
@@ -156,7 +208,7 @@ int runServe(const std::vector<std::string>& argv) {
     if (host.find(':') != std::string::npos) host = "[" + host + "]";
     return host;
   }() + ":" + std::to_string(server.port());
-  spdlog::info("cluster {}: {} nodes, {} GPUs ({} free), {} queues, scorer {}", args.get("cluster"),
+  spdlog::info("{}: {} nodes, {} GPUs ({} free), {} queues, scorer {}", source,
                snap->nodes().size(), formatGpus(snap->capacity()), formatGpus(snap->free()),
                snap->queues().size(), scorer->name());
   std::cout << "gpufair is serving the extender webhooks on " << url << "\n"
@@ -173,10 +225,12 @@ int runServe(const std::vector<std::string>& argv) {
     static int ticks = 0;
     if (++ticks % 5 == 0) {
       if (std::size_t n = mirror.expire(); n > 0) spdlog::info("forgot {} expired pods", n);
+      if (kube) kube->tick();
     }
   }
   spdlog::info("stopping: finishing requests in flight");
   server.stop();
+  if (kube) kube->stop();  // releases the Lease so another replica takes over at once
   return 0;
 }
 

@@ -1,0 +1,158 @@
+#include "kube_source.h"
+
+#include <spdlog/spdlog.h>
+
+namespace gpufair::app {
+
+Result<std::unique_ptr<KubeSource>> KubeSource::create(const KubeSettings& settings,
+                                                       state::Mirror& mirror, ClockPtr clock) {
+  using R = Result<std::unique_ptr<KubeSource>>;
+  auto config = settings.kubeconfig.empty()
+                    ? k8s::inClusterConfig()
+                    : k8s::loadKubeconfig(settings.kubeconfig, settings.context);
+  if (!config) {
+    return R::failure((settings.kubeconfig.empty()
+                           ? "not running in a cluster and no --kubeconfig given: "
+                           : "kubeconfig " + settings.kubeconfig + ": ") +
+                      config.error());
+  }
+  auto client = k8s::makeKubeClient(*config);
+  if (!client) return R::failure("cannot set up the Kubernetes client: " + client.error());
+  std::string ns =
+      !settings.ns.empty()
+          ? settings.ns
+          : (!config->ns.empty() && settings.kubeconfig.empty() ? config->ns : "gpufair-system");
+  return std::unique_ptr<KubeSource>(
+      new KubeSource(settings, mirror, std::move(clock), *client, std::move(ns)));
+}
+
+namespace {
+
+std::unique_ptr<k8s::LeaderElector> makeElector(const KubeSettings& settings,
+                                                const k8s::KubeClientPtr& client,
+                                                const ClockPtr& clock, const std::string& ns) {
+  if (!settings.leaderElect) return nullptr;
+  k8s::LeaderElectorOptions options;
+  options.ns = ns;
+  options.name = settings.leaseName;
+  options.leaseDuration = settings.leaseDuration;
+  options.renewDeadline = settings.renewDeadline;
+  options.retryPeriod = settings.retryPeriod;
+  options.onStartedLeading = [] { spdlog::info("leader election: this replica now leads"); };
+  options.onStoppedLeading = [] { spdlog::warn("leader election: this replica stopped leading"); };
+  return std::make_unique<k8s::LeaderElector>(client, clock, options);
+}
+
+k8s::ReflectorOptions reflectorFor(std::string name, std::string path, std::string fields = "") {
+  k8s::ReflectorOptions options;
+  options.name = std::move(name);
+  options.listPath = std::move(path);
+  options.fieldSelector = std::move(fields);
+  return options;
+}
+
+}  // namespace
+
+KubeSource::KubeSource(const KubeSettings& settings, state::Mirror& mirror, ClockPtr clock,
+                       k8s::KubeClientPtr client, std::string ns)
+    : settings_(settings),
+      mirror_(mirror),
+      clock_(std::move(clock)),
+      client_(std::move(client)),
+      ns_(std::move(ns)),
+      elector_(makeElector(settings_, client_, clock_, ns_)),
+      events_(std::make_unique<k8s::EventRecorder>(client_, clock_,
+                                                   [this] {
+                                                     k8s::EventRecorderOptions options;
+                                                     options.isLeader = [this] {
+                                                       return isLeader();
+                                                     };
+                                                     return options;
+                                                   }())),
+      binder_(client_),
+      labeler_(client_, clock_),
+      nodeSink_(mirror),
+      podSink_(mirror),
+      quotaWatcher_(std::make_unique<k8s::QuotaWatcher>(mirror, ns_, events_.get())) {
+  auto add = [&](std::string what, k8s::ReflectorOptions options, k8s::ReflectorSink& sink) {
+    reflectors_.push_back(
+        std::make_unique<k8s::Reflector>(client_, std::move(options), sink, clock_));
+    reflectorNames_.push_back(std::move(what));
+  };
+  add("nodes", reflectorFor("nodes", "/api/v1/nodes"), nodeSink_);
+  // Every pod that is not finished, bound or not and whatever its scheduler: bound pods hold GPUs,
+  // unbound ones are their queue's demand. kube-scheduler's own informer uses the same selector.
+  add("pods", reflectorFor("pods", "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed"),
+      podSink_);
+  add("quota ConfigMaps", quotaWatcher_->reflectorOptions(), *quotaWatcher_);
+}
+
+KubeSource::~KubeSource() {
+  stop();
+}
+
+void KubeSource::start() {
+  for (auto& r : reflectors_) threads_.emplace_back([&r] { r->run(); });
+  if (elector_) elector_->start();
+}
+
+void KubeSource::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  for (auto& r : reflectors_) r->stop();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  if (elector_) {
+    elector_->stop();
+    if (Status released = elector_->release(); !released.isOk()) {
+      spdlog::warn("could not release the leader Lease: {}", released.reason());
+    }
+  }
+  if (events_) {
+    events_->waitIdle(std::chrono::seconds{2});
+    events_->stop();
+  }
+}
+
+bool KubeSource::isLeader() const {
+  return !elector_ || elector_->isLeader();
+}
+
+void KubeSource::tick() {
+  binder_.retryLabels();
+  labeler_.reconcile(*mirror_.snapshot(), isLeader());
+}
+
+Status KubeSource::ready() const {
+  const Timestamp now = clock_->now();
+  for (std::size_t i = 0; i < reflectors_.size(); ++i) {
+    if (!reflectors_[i]->synced()) {
+      return Status::error("waiting for the first list of " + reflectorNames_[i]);
+    }
+    if (now - reflectors_[i]->lastHealthy() > settings_.staleAfter) {
+      return Status::error("the watch of " + reflectorNames_[i] + " has been down for more than " +
+                           std::to_string(settings_.staleAfter.count()) + "s");
+    }
+  }
+  return Status::ok();
+}
+
+Status KubeSource::bind(const policy::Pod& pod, std::string_view node, bool overQuota) {
+  return binder_.bind(pod, node, overQuota);
+}
+
+void KubeSource::rejected(const policy::Pod& pod, const std::string& reason) {
+  events_->record({"Pod", "v1", pod.ns, pod.name, pod.uid, ""}, k8s::EventType::kWarning,
+                  "GpufairUnschedulable", reason);
+}
+
+void KubeSource::borrowed(const policy::Pod& pod, const std::string& node,
+                          const std::string& queue) {
+  events_->record({"Pod", "v1", pod.ns, pod.name, pod.uid, ""}, k8s::EventType::kNormal,
+                  "GpufairBorrowed",
+                  "admitted over quota on " + node + ": queue " + queue +
+                      " borrows idle GPUs beyond its deserved share; they may be reclaimed");
+}
+
+}  // namespace gpufair::app

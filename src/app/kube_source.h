@@ -1,0 +1,83 @@
+// Where `gpufair serve` gets its cluster from when it runs against a real API server: reflectors
+// for Nodes, Pods and quota ConfigMaps feeding the Mirror, a binder that posts Bindings, Events for
+// rejections and borrow decisions, and Lease leader election so that only one replica writes.
+// Thread-safety: construct, start() and stop() from the main thread; the rest is called by the
+// server's io threads and the main loop's tick().
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpufair/api/binder.h"
+#include "gpufair/api/extender_service.h"
+#include "gpufair/k8s/binder.h"
+#include "gpufair/k8s/client.h"
+#include "gpufair/k8s/events.h"
+#include "gpufair/k8s/leader.h"
+#include "gpufair/k8s/quota_watcher.h"
+#include "gpufair/k8s/reflector.h"
+#include "gpufair/k8s/sinks.h"
+#include "gpufair/state/mirror.h"
+
+namespace gpufair::app {
+
+struct KubeSettings {
+  std::string kubeconfig;  // empty: in-cluster
+  std::string context;
+  std::string ns;  // empty: the kubeconfig's / service account's namespace, else gpufair-system
+  bool leaderElect = true;
+  std::string leaseName = "gpufair";
+  std::chrono::seconds leaseDuration{15};
+  std::chrono::seconds renewDeadline{10};
+  std::chrono::seconds retryPeriod{2};
+  std::chrono::seconds staleAfter{60};  // not ready when a watch has been down longer than this
+};
+
+class KubeSource final : public api::Binder, public api::DecisionObserver {
+ public:
+  // Connects nothing yet; fails on unusable settings (no kubeconfig, bad certificates, ...).
+  static Result<std::unique_ptr<KubeSource>> create(const KubeSettings& settings,
+                                                    state::Mirror& mirror, ClockPtr clock);
+  ~KubeSource() override;
+
+  void start();  // reflector and leader-election threads
+  void stop();   // stops them, releases the Lease, flushes Events
+  void tick();   // ~every second: retries label patches, removes stale over-quota labels
+  Status ready() const;
+  const std::string& ns() const { return ns_; }
+  std::string server() const { return client_->server(); }
+  bool isLeader() const;
+
+  // api::Binder: POST a Binding; the watch confirms it.
+  Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) override;
+  bool confirmsImmediately() const override { return false; }
+  // api::DecisionObserver: Events on the pod.
+  void rejected(const policy::Pod& pod, const std::string& reason) override;
+  void borrowed(const policy::Pod& pod, const std::string& node, const std::string& queue) override;
+
+ private:
+  KubeSource(const KubeSettings& settings, state::Mirror& mirror, ClockPtr clock,
+             k8s::KubeClientPtr client, std::string ns);
+
+  KubeSettings settings_;
+  state::Mirror& mirror_;
+  ClockPtr clock_;
+  k8s::KubeClientPtr client_;
+  std::string ns_;
+  std::unique_ptr<k8s::LeaderElector> elector_;
+  std::unique_ptr<k8s::EventRecorder> events_;
+  k8s::KubeBinder binder_;
+  k8s::OverQuotaLabeler labeler_;
+  k8s::NodeSink nodeSink_;
+  k8s::PodSink podSink_;
+  std::unique_ptr<k8s::QuotaWatcher> quotaWatcher_;
+  std::vector<std::unique_ptr<k8s::Reflector>> reflectors_;
+  std::vector<std::string> reflectorNames_;  // "nodes", "pods", "quota ConfigMaps"; for /readyz
+  std::vector<std::thread> threads_;
+  bool stopped_ = false;
+};
+
+}  // namespace gpufair::app

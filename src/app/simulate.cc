@@ -1,0 +1,243 @@
+// `gpufair simulate`: replays a trace (the openb CSVs, or cluster + workload YAML) through the
+// engine with one or more placement strategies over several seeds, and reports the GPU allocation
+// reached as the arrived GPU request grows (table on stdout, --json, --plot SVG).
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include <unistd.h>
+
+#include "gpufair/policy/scorer.h"
+#include "gpufair/sim/simulation.h"
+#include "gpufair/sim/svg_plot.h"
+
+#include "cli.h"
+#include "commands.h"
+
+namespace gpufair::app {
+namespace {
+
+const std::vector<FlagSpec>& simulateFlags() {
+  static const std::vector<FlagSpec> kFlags = {
+      {"nodes", "openb node list CSV (sn,cpu_milli,memory_mib,gpu,model)", ""},
+      {"pods", "openb pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,...)", ""},
+      {"cluster", "instead of CSVs: a cluster file (Nodes; bound Pods start running)", ""},
+      {"workload",
+       "with --cluster: a file of Pods to draw from (default: the cluster file's "
+       "unbound Pods)",
+       ""},
+      {"namespace", "gpufair's namespace, for quota ConfigMaps in cluster files", "gpufair-system"},
+      {"policy", "comma-separated placement strategies", policy::kDefaultScorer},
+      {"seeds", "seeds: a range and/or list, e.g. 42-51 or 1,2,5-7", "42-51"},
+      {"load", "submit pods until their GPU request would pass this x the GPU capacity", "1.3"},
+      {"sampling",
+       "inflate (every trace pod once, then random ones: the paper's simulator) or "
+       "resample (all drawn at random with replacement)",
+       "inflate"},
+      {"step", "curve resolution in percent of capacity", "1"},
+      {"threads", "replays run in parallel (0: one per hardware thread)", "0"},
+      {"json", "write the curves and summary as JSON to this file", ""},
+      {"plot", "draw the curves of all policies as SVG to this file", ""},
+      {"title", "title of the plot", ""},
+      {"no-fragmentation", "skip the fragmentation measure (faster)", "", true},
+      {"quiet", "no progress bar or final summary line on stderr", "", true},
+      {"help", "show this help", "", true},
+  };
+  return kFlags;
+}
+
+constexpr const char* kSummary =
+    "Replays a workload through gpufair's engine, one pod at a time, as the \"Beware of\n"
+    "Fragmentation\" (ATC'23) experiments do: pods drawn from the pod list until their GPU\n"
+    "request passes --load x the cluster's GPU capacity, each placed on the best-scored node\n"
+    "that fits (GPUs, GPU model, CPU, memory) or failed for good. Prints the GPU allocation\n"
+    "(median over seeds) at 90/95/100/130% arrived GPU request.\n\n"
+    "Example:\n"
+    "  gpufair simulate --nodes openb_node_list_gpu_node.csv \\\n"
+    "      --pods openb_pod_list_default.csv --policy fgd,bestfit --seeds 42-51 \\\n"
+    "      --json out.json --plot out.svg";
+
+int fail(const std::string& message, int code) {
+  std::cerr << "gpufair simulate: " << message << "\n";
+  return code;
+}
+
+bool parseNumber(const std::string& text, double& out) {
+  try {
+    std::size_t used = 0;
+    out = std::stod(text, &used);
+    return used == text.size() && std::isfinite(out);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::string withCommas(std::size_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+    s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
+// Redraws a one-line bar on stderr (a terminal only) until stopped.
+class ProgressBar {
+ public:
+  ProgressBar(const sim::Progress& progress, bool enabled) : progress_(progress) {
+    if (enabled) thread_ = std::thread([this] { loop(); });
+  }
+  ~ProgressBar() { stop(); }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) {
+      thread_.join();
+      std::fprintf(stderr, "\r%80s\r", "");
+    }
+  }
+
+ private:
+  void loop() {
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> lock(mu_);
+    // Quiet for the first second: short runs need no bar.
+    if (cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) return;
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; })) {
+      const std::size_t total = progress_.total.load();
+      const std::size_t done = progress_.done.load();
+      const double f = total ? static_cast<double>(done) / static_cast<double>(total) : 0.0;
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      char bar[31];
+      const int filled = static_cast<int>(f * 30);
+      for (int i = 0; i < 30; ++i) bar[i] = i < filled ? '#' : '.';
+      bar[30] = '\0';
+      std::string eta = "";
+      if (f > 0.02)
+        eta = "  ~" + std::to_string(static_cast<int>(elapsed * (1 - f) / f)) + "s left";
+      std::fprintf(stderr, "\r[%s] %3d%%  runs %zu/%zu  %.0fs%s   ", bar, static_cast<int>(f * 100),
+                   progress_.runsDone.load(), progress_.runsTotal.load(), elapsed, eta.c_str());
+      std::fflush(stderr);
+    }
+  }
+
+  const sim::Progress& progress_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+bool writeFile(const std::string& path, const std::string& text, std::string& error) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (out) out << text;
+  if (!out) {
+    error = "cannot write " + path;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int runSimulate(const std::vector<std::string>& argv) {
+  auto parsed = parseArgs(argv, simulateFlags());
+  const std::string usageText = usage("simulate [flags]", kSummary, simulateFlags());
+  if (!parsed) return fail(parsed.error() + "\n\n" + usageText, 2);
+  const ParsedArgs& args = *parsed;
+  if (args.has("help")) {
+    std::cout << usageText;
+    return 0;
+  }
+  if (!args.positional.empty())
+    return fail("unexpected argument \"" + args.positional[0] + "\"", 2);
+
+  const bool csv = args.has("nodes") || args.has("pods");
+  if (csv && args.has("cluster"))
+    return fail("give either --nodes/--pods or --cluster, not both", 2);
+  if (csv && (!args.has("nodes") || !args.has("pods")))
+    return fail("--nodes and --pods go together", 2);
+  if (!csv && !args.has("cluster"))
+    return fail("no input: give --nodes FILE --pods FILE, or --cluster FILE\n\n" + usageText, 2);
+  if (args.has("workload") && !args.has("cluster")) return fail("--workload needs --cluster", 2);
+
+  sim::SimulationOptions options;
+  auto policies = sim::parsePolicies(args.get("policy"));
+  if (!policies) return fail(policies.error(), 2);
+  for (const auto& name : *policies) {
+    if (!policy::makeScorer(name)) {
+      std::string known;
+      for (const auto& n : policy::scorerNames()) known += (known.empty() ? "" : ", ") + n;
+      return fail("unknown policy \"" + name + "\" (known: " + known + ")", 2);
+    }
+  }
+  options.policies = *policies;
+  auto seeds = sim::parseSeeds(args.get("seeds"));
+  if (!seeds) return fail(seeds.error(), 2);
+  options.seeds = *seeds;
+  if (!parseNumber(args.get("load"), options.load) || options.load <= 0 || options.load > 100)
+    return fail("--load \"" + args.get("load") + "\" is not a number in (0, 100]", 2);
+  auto sampling = sim::parseSampling(args.get("sampling"));
+  if (!sampling) return fail("--sampling must be inflate or resample", 2);
+  options.sampling = *sampling;
+  double step = 0, threads = 0;
+  if (!parseNumber(args.get("step"), step) || step < 1 || step > 100 || step != std::floor(step))
+    return fail("--step must be a whole number of percent in 1..100", 2);
+  options.step = static_cast<int>(step);
+  if (!parseNumber(args.get("threads"), threads) || threads < 0 || threads > 1024 ||
+      threads != std::floor(threads))
+    return fail("--threads must be a whole number in 0..1024", 2);
+  options.threads = static_cast<unsigned>(threads);
+  options.measureFragmentation = !args.has("no-fragmentation");
+  const int maxPoint = static_cast<int>(std::ceil(options.load * 100 - 1e-9));
+  options.summaryPoints.clear();
+  for (int p : {90, 95, 100, 130}) {
+    if (p <= maxPoint) options.summaryPoints.push_back(p);
+  }
+
+  auto scenario =
+      csv ? sim::loadOpenbScenario(args.get("nodes"), args.get("pods"))
+          : sim::loadYamlScenario(args.get("cluster"),
+                                  args.has("workload") ? args.get("workload") : args.get("cluster"),
+                                  args.get("namespace"));
+  if (!scenario) return fail(scenario.error(), 1);
+
+  const bool quiet = args.has("quiet");
+  sim::Progress progress;
+  options.progress = &progress;
+  ProgressBar bar(progress, !quiet && ::isatty(STDERR_FILENO));
+  auto report = sim::simulate(*scenario, options);
+  bar.stop();
+  if (!report) return fail(report.error(), 1);
+
+  std::cout << sim::summaryTable(*report);
+  std::string error;
+  if (args.has("json") && !writeFile(args.get("json"), sim::toJson(*report), error))
+    return fail(error, 1);
+  if (args.has("plot")) {
+    sim::PlotOptions plot;
+    plot.title = args.get("title");
+    if (!writeFile(args.get("plot"), sim::plotSvg(*report, plot), error)) return fail(error, 1);
+  }
+  if (!quiet) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "gpufair simulate: %zu run%s (%s pods) on %zu nodes in %.1f s, %u thread%s\n",
+                  report->policies.size() * report->seeds.size(),
+                  report->policies.size() * report->seeds.size() == 1 ? "" : "s",
+                  withCommas(progress.done.load()).c_str(), report->nodes, report->seconds,
+                  report->threads, report->threads == 1 ? "" : "s");
+    std::cerr << line;
+  }
+  return 0;
+}
+
+}  // namespace gpufair::app

@@ -1,0 +1,168 @@
+// serve's Kubernetes wiring end to end: KubeSource (reflectors, quota watcher, binder, events,
+// leader election) and the webhook service, against the in-process fake kube-apiserver reached
+// through a real kubeconfig file.
+#include "kube_source.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "gpufair/api/extender_service.h"
+#include "gpufair/policy/scorer.h"
+#include "k8s/fake_apiserver.h"
+#include "k8s/fake_wait.h"
+
+namespace gpufair::app {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+json gpuPod(const std::string& ns, const std::string& name, int gpus, const std::string& node = "") {
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-" + name}}},
+              {"spec",
+               {{"schedulerName", "gpufair"},
+                {"containers",
+                 json::array({{{"name", "main"},
+                               {"resources",
+                                {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
+              {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+  if (!node.empty()) pod["spec"]["nodeName"] = node;
+  return pod;
+}
+
+json quotaConfigMap(const std::string& queuesYaml) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata",
+           {{"name", "queues"},
+            {"namespace", "gpufair-system"},
+            {"labels", {{"gpufair.io/quota-config", "true"}}}}},
+          {"data", {{"queues.yaml", queuesYaml}}}};
+}
+
+class KubeSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    k8s::fake::FakeApiServerOptions options;
+    options.tokens = {"secret-token"};
+    fake = std::make_unique<k8s::fake::FakeApiServer>(options);
+    fake->start();
+    kubeconfig = ::testing::TempDir() + "gpufair-kubeconfig-" + std::to_string(fake->port());
+    std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+                              << "clusters:\n- name: fake\n  cluster:\n    server: " << fake->url()
+                              << "\ncontexts:\n- name: test\n  context: {cluster: fake, user: u}\n"
+                              << "users:\n- name: u\n  user: {token: secret-token}\n";
+    fake->create("/api/v1/nodes", k8s::fake::makeNode("n1", 8));
+    fake->create("/api/v1/namespaces/team-a/pods", gpuPod("team-a", "running", 2, "n1"));
+    fake->create("/api/v1/namespaces/gpufair-system/configmaps",
+                 quotaConfigMap("queues:\n- name: team-a\n  namespaces: [team-a]\n"
+                                "  gpu: {deserved: 4, limit: 6}\n"));
+  }
+  void TearDown() override { std::remove(kubeconfig.c_str()); }
+
+  KubeSettings settings() const {
+    KubeSettings s;
+    s.kubeconfig = kubeconfig;
+    s.ns = "gpufair-system";
+    s.leaseDuration = 3s;
+    s.renewDeadline = 2s;
+    s.retryPeriod = 1s;
+    return s;
+  }
+
+  std::unique_ptr<k8s::fake::FakeApiServer> fake;
+  std::string kubeconfig;
+  state::Mirror mirror{std::make_shared<SystemClock>()};
+};
+
+TEST_F(KubeSourceTest, ServesFromTheApiServerAndBindsThere) {
+  auto created = KubeSource::create(settings(), mirror, std::make_shared<SystemClock>());
+  ASSERT_TRUE(created.ok()) << created.error();
+  KubeSource& kube = **created;
+  EXPECT_FALSE(kube.ready().isOk());  // nothing listed yet
+  kube.start();
+  ASSERT_TRUE(k8s::fake::waitUntil([&] { return kube.ready().isOk(); }, 10s))
+      << kube.ready().reason();
+  ASSERT_TRUE(k8s::fake::waitUntil([&] { return kube.isLeader(); }, 10s));
+
+  auto snap = mirror.snapshot();
+  ASSERT_NE(snap->findNode("n1"), nullptr);
+  EXPECT_EQ(snap->findNode("n1")->used(), 2000);
+  ASSERT_NE(snap->findQueue("team-a"), nullptr);
+  EXPECT_EQ(snap->findQueue("team-a")->quota.gpu.deserved, 4000);
+
+  // kube-scheduler offers a new pod, then binds it: the Binding reaches the API server and the
+  // watch confirms the assumption.
+  auto scorer = policy::makeScorer(policy::kDefaultScorer);
+  api::ExtenderService service(mirror, *scorer, kube, [&] { return kube.ready(); });
+  service.setObserver(&kube);
+  const json pod = gpuPod("team-a", "train", 2);
+  fake->create("/api/v1/namespaces/team-a/pods", pod);
+  const std::string filterBody = json{{"Pod", pod}, {"NodeNames", {"n1"}}}.dump();
+  const api::Response filtered = service.handle({"POST", "/filter", filterBody});
+  ASSERT_EQ(filtered.status, 200) << filtered.body;
+  EXPECT_EQ(json::parse(filtered.body).at("NodeNames"), json::array({"n1"}));
+  const std::string bindBody =
+      json{{"PodName", "train"}, {"PodNamespace", "team-a"}, {"PodUID", "uid-train"}, {"Node", "n1"}}
+          .dump();
+  const api::Response bound = service.handle({"POST", "/bind", bindBody});
+  ASSERT_EQ(json::parse(bound.body).at("Error"), "") << bound.body;
+  auto onServer = fake->get("/api/v1/namespaces/team-a/pods/train");
+  ASSERT_TRUE(onServer.has_value());
+  EXPECT_EQ((*onServer)["spec"]["nodeName"], "n1");
+  ASSERT_TRUE(k8s::fake::waitUntil(
+      [&] {
+        auto p = mirror.findPod("uid-train");
+        return p != nullptr && !p->assumed && p->nodeName == "n1";
+      },
+      10s));
+  EXPECT_EQ(mirror.snapshot()->findNode("n1")->used(), 4000);
+
+  // A queue at its limit is refused, and the pod gets an Event saying why.
+  const json big = gpuPod("team-a", "big", 4);
+  fake->create("/api/v1/namespaces/team-a/pods", big);
+  const api::Response refused =
+      service.handle({"POST", "/filter", json{{"Pod", big}, {"NodeNames", {"n1"}}}.dump()});
+  EXPECT_EQ(json::parse(refused.body).at("FailedAndUnresolvableNodes").at("n1"),
+            "queue team-a at 4/6 GPUs (limit); pod needs 4 GPUs");
+  ASSERT_TRUE(k8s::fake::waitUntil(
+      [&] { return !fake->requests("POST", "/api/v1/namespaces/team-a/events").empty(); }, 10s));
+
+  // A broken quota change keeps the last good config; a good one applies without a restart.
+  fake->update("/api/v1/namespaces/gpufair-system/configmaps/queues",
+               quotaConfigMap("queues:\n- name: team-a\n  gpu: {deserved: -3}\n"));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(mirror.snapshot()->findQueue("team-a")->quota.gpu.deserved, 4000);
+  fake->update("/api/v1/namespaces/gpufair-system/configmaps/queues",
+               quotaConfigMap("queues:\n- name: team-a\n  namespaces: [team-a]\n"
+                              "  gpu: {deserved: 8}\n"));
+  ASSERT_TRUE(k8s::fake::waitUntil(
+      [&] { return mirror.snapshot()->findQueue("team-a")->quota.gpu.deserved == 8000; }, 10s));
+
+  // Deleting a pod on the server frees its GPUs in the mirror.
+  fake->remove("/api/v1/namespaces/team-a/pods/running");
+  ASSERT_TRUE(k8s::fake::waitUntil(
+      [&] { return mirror.snapshot()->findNode("n1")->used() == 2000; }, 10s));
+
+  // Stopping releases the Lease at once.
+  kube.stop();
+  auto lease = fake->get("/apis/coordination.k8s.io/v1/namespaces/gpufair-system/leases/gpufair");
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ((*lease)["spec"].value("holderIdentity", ""), "");
+}
+
+TEST_F(KubeSourceTest, UnusableKubeconfigIsAClearError) {
+  KubeSettings s = settings();
+  s.kubeconfig = "/nonexistent/kubeconfig";
+  auto created = KubeSource::create(s, mirror, std::make_shared<SystemClock>());
+  ASSERT_FALSE(created.ok());
+  EXPECT_NE(created.error().find("/nonexistent/kubeconfig"), std::string::npos) << created.error();
+}
+
+}  // namespace
+}  // namespace gpufair::app
