@@ -107,9 +107,10 @@ TEST(FgdScorer, LeastFragmentationGrowthWinsAndChoosesTheGpu) {
   auto fgd = makeScorer("fgd");
   const Pod half = MakePod("t", "p").share(0.5);
   auto raw = rawScores(*fgd, *snap, half);
-  // a: GPU 0 500 -> 0, F 500 -> 0 (delta -500); b: F 0 -> 500 (delta +500).
-  EXPECT_DOUBLE_EQ(raw[0], 500.0);
-  EXPECT_DOUBLE_EQ(raw[1], -500.0);
+  // a: GPU 0 500 -> 0, F 500 -> 0 (delta -500); b: F 0 -> 500 (delta +500). The paper's score
+  // floor(100 * sigmoid(-delta / 1000)): 100 / (1 + e^-0.5) = 62.2, 100 / (1 + e^0.5) = 37.8.
+  EXPECT_DOUBLE_EQ(raw[0], 62.0);
+  EXPECT_DOUBLE_EQ(raw[1], 37.0);
   EXPECT_EQ(fgd->chooseGpu(*snap, half, *snap->findNode("a")), 0);
   // The workload given at construction wins over the snapshot's.
   auto halves = std::make_shared<const Workload>(
@@ -118,8 +119,9 @@ TEST(FgdScorer, LeastFragmentationGrowthWinsAndChoosesTheGpu) {
   options.workload = halves;
   raw = rawScores(*makeScorer("fgd", options), *snap, half);
   // Against 0.5 tasks: a: [500,1000] -> [0,1000]: 0 -> 0; b: [1000,1000] -> [500,1000]: 0 -> 0.
-  EXPECT_DOUBLE_EQ(raw[0], 0.0);
-  EXPECT_DOUBLE_EQ(raw[1], 0.0);
+  // No growth scores 100 * sigmoid(0) = 50 on both.
+  EXPECT_DOUBLE_EQ(raw[0], 50.0);
+  EXPECT_DOUBLE_EQ(raw[1], 50.0);
 }
 
 TEST(FgdScorer, WithoutAWorkloadThePodStandsForIt) {
