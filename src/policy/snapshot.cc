@@ -182,11 +182,21 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<Po
   if (!std::is_sorted(nodes_.begin(), nodes_.end(), byName)) {
     std::sort(nodes_.begin(), nodes_.end(), byName);
   }
-  index_.reserve(nodes_.size());
+  std::size_t slotCount = 8;
+  while (slotCount < nodes_.size() * 2) slotCount *= 2;
+  slots_.assign(slotCount, Slot{});
+  names_.reserve(nodes_.size());
   frees_.reserve(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const NodeState& n = *nodes_[i];
-    index_.emplace(n.name(), i);
+    names_.push_back(n.name());
+    const std::size_t h = std::hash<std::string_view>{}(n.name());
+    for (std::size_t at = h & (slotCount - 1);; at = (at + 1) & (slotCount - 1)) {
+      if (slots_[at].index1 == 0) {
+        slots_[at] = {static_cast<std::uint32_t>(i + 1), static_cast<std::uint32_t>(h >> 32)};
+        break;
+      }
+    }
     allocated_ += n.used();
     if (n.node().takesNewPods()) {
       capacity_ += n.allocatable();
@@ -226,8 +236,14 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<Po
 }
 
 const NodeState* ClusterSnapshot::findNode(std::string_view name) const {
-  auto it = index_.find(name);
-  return it == index_.end() ? nullptr : nodes_[it->second].get();
+  const std::size_t mask = slots_.size() - 1;
+  const std::size_t h = std::hash<std::string_view>{}(name);
+  const auto tag = static_cast<std::uint32_t>(h >> 32);
+  for (std::size_t at = h & mask;; at = (at + 1) & mask) {
+    const Slot slot = slots_[at];
+    if (slot.index1 == 0) return nullptr;
+    if (slot.tag == tag && names_[slot.index1 - 1] == name) return nodes_[slot.index1 - 1].get();
+  }
 }
 
 const QueueState* ClusterSnapshot::findQueue(std::string_view name) const {
