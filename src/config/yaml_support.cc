@@ -7,6 +7,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "gpufair/common/json.h"
+
 namespace gpufair::config::detail {
 namespace {
 
@@ -35,45 +37,6 @@ bool isJsonNumber(std::string_view s) {
   return i == s.size();
 }
 
-void appendJsonString(std::string_view s, std::string& out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += "\\u00";
-          out += kHex[(c >> 4) & 0xf];
-          out += kHex[c & 0xf];
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
 // Keys whose values Kubernetes types as map[string]string: their scalars are always strings, so a
 // hand-written `gpufair.io/gang-size: 4` or `gpufair.io/quota-config: true` means what it says.
 bool isStringMapKey(std::string_view key) {
@@ -92,10 +55,10 @@ void appendJson(const YAML::Node& node, std::string& out, bool stringMap) {
         if (!first) out += ',';
         first = false;
         const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string();
-        appendJsonString(key, out);
+        appendJsonString(out, key);
         out += ':';
         if (stringMap && (it->second.IsScalar() || it->second.IsNull())) {
-          appendJsonString(it->second.IsScalar() ? it->second.Scalar() : std::string(), out);
+          appendJsonString(out, it->second.IsScalar() ? it->second.Scalar() : std::string());
         } else {
           appendJson(it->second, out, isStringMapKey(key));
         }
@@ -130,7 +93,7 @@ void appendJson(const YAML::Node& node, std::string& out, bool stringMap) {
           return;
         }
       }
-      appendJsonString(s, out);
+      appendJsonString(out, s);
       return;
     }
     case YAML::NodeType::Null:

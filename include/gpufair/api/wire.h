@@ -16,6 +16,7 @@
 
 #include <simdjson.h>
 
+#include "gpufair/common/json.h"
 #include "gpufair/common/status.h"
 #include "gpufair/policy/filter.h"
 #include "gpufair/policy/model.h"
@@ -76,8 +77,8 @@ void encodePreemptionResult(std::span<const std::pair<std::string, MetaVictims>>
 // {"Error":"..."}: ExtenderBindingResult, and the body of every other error.
 void encodeErrorResult(std::string_view error, std::string& out);
 
-// A JSON string literal (quotes included) with ", \ and control characters escaped.
-void appendJsonString(std::string& out, std::string_view text);
+// appendJsonString lives in gpufair/common/json.h.
+using gpufair::appendJsonString;
 // A JSON type name for messages: "object", "array", "string", "number", "boolean", "null".
 const char* jsonTypeName(simdjson::dom::element element);
 
