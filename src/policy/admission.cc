@@ -43,9 +43,15 @@ Status fitsGpus(const NodeState& node, const Pod& pod) {
                                 "; pod needs " + gpus(pod.gpus));
   }
   if (node.free() < pod.gpus) {
-    return Status::unschedulable("node " + node.name() + " has " + formatGpus(node.free()) +
-                                 " of " + gpus(node.allocatable()) + " free; pod needs " +
-                                 gpus(pod.gpus));
+    // The common refusal (thousands per request on a busy cluster): one allocation.
+    const std::string free = formatGpus(node.free());
+    const std::string all = gpus(node.allocatable());
+    const std::string needs = gpus(pod.gpus);
+    std::string reason;
+    reason.reserve(32 + node.name().size() + free.size() + all.size() + needs.size());
+    reason.append("node ").append(node.name()).append(" has ").append(free).append(" of ");
+    reason.append(all).append(" free; pod needs ").append(needs);
+    return Status::unschedulable(std::move(reason));
   }
   if (pod.isFractional()) {
     if (node.largestGpuFree() < pod.gpuShare) {

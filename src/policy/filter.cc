@@ -3,12 +3,9 @@
 namespace gpufair::policy {
 namespace {
 
-void reject(FilterResult& r, std::string_view node, const Status& status) {
-  if (status.code() == Code::kUnschedulableAndUnresolvable) {
-    r.unresolvable.push_back({node, status.reason()});
-  } else {
-    r.failed.push_back({node, status.reason()});
-  }
+void reject(FilterResult& r, std::string_view node, Status status) {
+  auto& verdicts = status.code() == Code::kUnschedulableAndUnresolvable ? r.unresolvable : r.failed;
+  verdicts.push_back({node, status.takeReason()});
 }
 
 }  // namespace
@@ -35,11 +32,10 @@ FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
           {name, "node " + std::string(name) + " is not in gpufair's cluster view yet"});
       continue;
     }
-    Status fit = fitsNode(*node, pod, options);
-    if (fit.isOk()) {
+    if (nodeFits(*node, pod, options)) {
       r.feasible.push_back(name);
     } else {
-      reject(r, name, fit);
+      reject(r, name, fitsNode(*node, pod, options));
     }
   }
   return r;

@@ -29,6 +29,8 @@ class Status {
   Code code() const { return code_; }
   // A sentence a data scientist understands, e.g. "queue team-a at 30/30 GPUs (limit)".
   const std::string& reason() const { return reason_; }
+  // Moves the reason out (for building results without copying it).
+  std::string takeReason() { return std::move(reason_); }
 
  private:
   Code code_ = Code::kSuccess;
