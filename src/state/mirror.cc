@@ -255,7 +255,8 @@ Result<AssumeOutcome> Mirror::assumeLocked(std::string_view uid, std::string_vie
     return Result<AssumeOutcome>::failure("node " + std::string(node) + " is not known to gpufair");
   }
   if (Status fit = policy::fitsNode(*target, pod, snap->fitOptions()); !fit.isOk()) {
-    return Result<AssumeOutcome>::failure("pod " + pod.key() + " no longer fits: " + fit.reason());
+    return Result<AssumeOutcome>::failure("pod " + pod.key() + " no longer fits on node " +
+                                          std::string(node) + ": " + fit.reason());
   }
   const policy::Admission admission = policy::admit(*snap, pod);
   if (!admission.status.isOk()) {

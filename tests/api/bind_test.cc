@@ -128,7 +128,7 @@ TEST_F(BindTest, PodThatNoLongerFitsIsRefused) {
   const Response response =
       post(service, "/bind", bindArgs("team-a", "train-1", "uid-1", "gpu-node-2"));
   const std::string error = parseJson(response.body).at("Error").get<std::string>();
-  EXPECT_NE(error.find("gpu-node-2 has 2 of 8 GPUs free"), std::string::npos) << error;
+  EXPECT_NE(error.find("no longer fits on node gpu-node-2: fewer than"), std::string::npos) << error;
   EXPECT_TRUE(cluster.binder.bindings().empty());
   EXPECT_TRUE(cluster.mirror.findPod("uid-1")->nodeName.empty());
 }

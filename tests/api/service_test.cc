@@ -40,7 +40,7 @@ TEST_F(ServiceTest, FilterWithNodeNamesSaysWhyEachNodeFails) {
   EXPECT_EQ(reply.at("NodeNames"), json::array({"gpu-node-1"}));
   const json& failed = reply.at("FailedNodes");
   ASSERT_EQ(failed.size(), 2u) << failed;
-  EXPECT_EQ(failed.at("gpu-node-2"), "node gpu-node-2 has 2 of 8 GPUs free; pod needs 4 GPUs");
+  EXPECT_EQ(failed.at("gpu-node-2"), "fewer than 4 GPUs free");
   EXPECT_EQ(failed.at("ghost-node"), "node ghost-node is not in gpufair's cluster view yet");
   const json& unresolvable = reply.at("FailedAndUnresolvableNodes");
   ASSERT_EQ(unresolvable.size(), 2u) << unresolvable;

@@ -31,7 +31,7 @@ TEST(Filter, SplitsFeasibleFailedAndUnresolvable) {
   EXPECT_EQ(r.feasible, names({"n2"}));
   ASSERT_EQ(r.failed.size(), 2u);
   EXPECT_EQ(r.failed[0].node, "n1");
-  EXPECT_EQ(r.failed[0].reason, "node n1 has 2 of 8 GPUs free; pod needs 4 GPUs");
+  EXPECT_EQ(r.failed[0].reason, "fewer than 4 GPUs free");
   EXPECT_EQ(r.failed[1].node, "ghost");
   EXPECT_EQ(r.failed[1].reason, "node ghost is not in gpufair's cluster view yet");
   ASSERT_EQ(r.unresolvable.size(), 1u);

@@ -54,7 +54,7 @@ TEST(FractionalFit, ShareFitsOnAPartlyUsedGpu) {
   EXPECT_TRUE(fitsNode(node, MakePod("a", "p").share(0.5)).isOk());
   Status s = fitsNode(node, MakePod("a", "p").share(0.6));
   EXPECT_EQ(s.code(), Code::kUnschedulable);
-  EXPECT_EQ(s.reason(), "node n has 0.5 of 2 GPUs free; pod needs 0.6 GPUs");
+  EXPECT_EQ(s.reason(), "fewer than 0.6 GPUs free");
 }
 
 TEST(FractionalFit, ShareNeedsRoomOnOneGpu) {
@@ -74,7 +74,7 @@ TEST(FractionalFit, WholeGpuPodNeedsFullyFreeGpus) {
   EXPECT_TRUE(fitsNode(node, MakePod("a", "p").gpus(1)).isOk());
   Status s = fitsNode(node, MakePod("a", "p").gpus(2));
   EXPECT_EQ(s.code(), Code::kUnschedulable);
-  EXPECT_EQ(s.reason(), "node n has 1.75 of 2 GPUs free; pod needs 2 GPUs");
+  EXPECT_EQ(s.reason(), "fewer than 2 GPUs free");
   NodeState shared(MakeNode("n").gpus(3),
                    {ptr(MakePod("a", "x").share(0.25).gpuIndex(0).on("n")),
                     ptr(MakePod("a", "y").share(0.25).gpuIndex(1).on("n"))},

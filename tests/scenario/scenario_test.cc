@@ -98,7 +98,7 @@ std::vector<Step> sixThreesThenEight(std::vector<std::string> placements, std::s
     steps.push_back({MakePod("team-a", "train-" + std::to_string(i)).gpus(3), placements[i], ""});
   }
   steps.push_back({MakePod("team-b", "big").gpus(8), eight,
-                   eight.empty() ? "of 10 GPUs free; pod needs 8 GPUs" : ""});
+                   eight.empty() ? "fewer than 8 GPUs free" : ""});
   return steps;
 }
 
@@ -163,7 +163,7 @@ std::vector<policy::Node> twoByTwo() {
 std::vector<Step> twoHalvesThenTwo(std::string second, std::string two) {
   return {{MakePod("team-a", "half-1").share(0.5), "node-1", ""},
           {MakePod("team-a", "half-2").share(0.5), second, ""},
-          {MakePod("team-b", "two").gpus(2), two, two.empty() ? "pod needs 2 GPUs" : ""}};
+          {MakePod("team-b", "two").gpus(2), two, two.empty() ? "fewer than 2 GPUs free" : ""}};
 }
 
 INSTANTIATE_TEST_SUITE_P(

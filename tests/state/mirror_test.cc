@@ -128,7 +128,7 @@ TEST_F(MirrorTest, AssumeRechecksFitAndQuota) {
   auto r = mirror_.assume("uid-team-a-p", "n1");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error(),
-            "pod team-a/p no longer fits: node n1 has 1 of 4 GPUs free; pod needs 2 GPUs");
+            "pod team-a/p no longer fits on node n1: fewer than 2 GPUs free");
   EXPECT_FALSE(mirror_.assume("no-such-uid", "n1").ok());
   EXPECT_FALSE(mirror_.assume("uid-team-a-p", "ghost").ok());
 
