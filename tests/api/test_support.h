@@ -112,7 +112,10 @@ class HttpClient {
     request.set(http::field::user_agent, "kube-scheduler/v1.30.2 (linux/amd64)");
     request.body() = body;
     request.prepare_payload();
-    http::write(socket_, request);
+    // Written with a deadline, like every read: a server that stops reading (it refused the body)
+    // must fail the test, not hang it. A write error shows in the reply that follows.
+    runFor(std::chrono::seconds(10),
+           [&](auto handler) { http::async_write(socket_, request, handler); });
     return readReply();
   }
   HttpReply post(const std::string& target, const nlohmann::json& body) {
@@ -120,7 +123,9 @@ class HttpClient {
   }
 
   void sendRaw(const std::string& bytes) {
-    boost::asio::write(socket_, boost::asio::buffer(bytes));
+    runFor(std::chrono::seconds(10), [&](auto handler) {
+      boost::asio::async_write(socket_, boost::asio::buffer(bytes), handler);
+    });
   }
 
   // status 0 with body = the error message when the connection ended (or stayed silent for
