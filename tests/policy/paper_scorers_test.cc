@@ -12,14 +12,7 @@ namespace {
 
 using testing::MakeNode;
 using testing::MakePod;
-
-std::vector<double> rawScores(const Scorer& scorer, const ClusterSnapshot& snap, const Pod& pod) {
-  std::vector<const NodeState*> nodes;
-  for (const auto& n : snap.nodes()) nodes.push_back(n.get());
-  std::vector<double> out(nodes.size());
-  scorer.score(snap, pod, nodes, out);
-  return out;
-}
+using testing::rawScores;
 
 // Index of the best raw score (first among equals), i.e. the node (by name order) chosen.
 std::size_t best(const std::vector<double>& raw) {

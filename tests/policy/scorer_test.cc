@@ -10,15 +10,7 @@ namespace {
 
 using testing::MakeNode;
 using testing::MakePod;
-
-// Raw scores of one scorer for a pod over every node of a snapshot.
-std::vector<double> rawScores(const Scorer& scorer, const ClusterSnapshot& snap, const Pod& pod) {
-  std::vector<const NodeState*> nodes;
-  for (const auto& n : snap.nodes()) nodes.push_back(n.get());
-  std::vector<double> out(nodes.size());
-  scorer.score(snap, pod, nodes, out);
-  return out;
-}
+using testing::rawScores;
 
 // n1: 8 free of 8; n2: 3 free of 8; n3: 4 free of 8.
 policy::SnapshotPtr threeNodes() {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "gpufair/policy/scorer.h"
 #include "gpufair/policy/snapshot.h"
 
 namespace gpufair::testing {
@@ -39,6 +40,16 @@ inline policy::SnapshotPtr snapshotOf(const std::vector<policy::Node>& nodes,
 inline policy::Pod resolved(const policy::ClusterSnapshot& snap, policy::Pod pod) {
   pod.queue = policy::resolveQueue(snap.quotaConfig(), pod.ns, pod.labels);
   return pod;
+}
+
+// Raw scores of one scorer for a pod over every node of a snapshot.
+inline std::vector<double> rawScores(const policy::Scorer& scorer,
+                                     const policy::ClusterSnapshot& snap, const policy::Pod& pod) {
+  std::vector<const policy::NodeState*> nodes;
+  for (const auto& n : snap.nodes()) nodes.push_back(n.get());
+  std::vector<double> out(nodes.size());
+  scorer.score(snap, pod, nodes, out);
+  return out;
 }
 
 }  // namespace gpufair::testing
