@@ -159,7 +159,10 @@ Response ExtenderService::bind(std::string_view body) {
     return bindError(assumed.error());
   }
   const bool overQuota = assumed->overQuota;
-  if (Status bound = binder_.bind(*pod, args.node, overQuota); !bound.isOk()) {
+  // The pod as assumed: a fractional pod carries the GPU it was given (gpuIndex and annotation).
+  const policy::PodPtr placed = mirror_.findPod(key);
+  if (Status bound = binder_.bind(placed != nullptr ? *placed : *pod, args.node, overQuota);
+      !bound.isOk()) {
     mirror_.forget(key);
     spdlog::warn("bind {} to {} failed: {}", pod->key(), args.node, bound.reason());
     return bindError(bound.reason());

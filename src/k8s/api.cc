@@ -136,15 +136,29 @@ Status patchPodLabels(KubeClient& client, std::string_view ns, std::string_view 
   return detail::patchPodLabelsDetailed(client, ns, name, set, remove, uid, timeout, nullptr);
 }
 
+Status patchPodAnnotations(KubeClient& client, std::string_view ns, std::string_view name,
+                           const std::map<std::string, std::string>& set, std::string_view uid,
+                           std::chrono::milliseconds timeout) {
+  return detail::patchPodMetadata(client, ns, name, "annotations", set, {}, uid, timeout, nullptr);
+}
+
 Status detail::patchPodLabelsDetailed(KubeClient& client, std::string_view ns,
                                       std::string_view name,
                                       const std::map<std::string, std::string>& set,
                                       const std::vector<std::string>& remove, std::string_view uid,
                                       std::chrono::milliseconds timeout, ApiError* errorOut) {
-  json labels = json::object();
-  for (const auto& key : remove) labels[key] = nullptr;
-  for (const auto& [key, value] : set) labels[key] = value;
-  json metadata = {{"labels", std::move(labels)}};
+  return patchPodMetadata(client, ns, name, "labels", set, remove, uid, timeout, errorOut);
+}
+
+Status detail::patchPodMetadata(KubeClient& client, std::string_view ns, std::string_view name,
+                                std::string_view field,
+                                const std::map<std::string, std::string>& set,
+                                const std::vector<std::string>& remove, std::string_view uid,
+                                std::chrono::milliseconds timeout, ApiError* errorOut) {
+  json entries = json::object();
+  for (const auto& key : remove) entries[key] = nullptr;
+  for (const auto& [key, value] : set) entries[key] = value;
+  json metadata = {{std::string(field), std::move(entries)}};
   if (!uid.empty()) metadata["uid"] = uid;
   ApiRequest request;
   request.method = "PATCH";
@@ -155,8 +169,8 @@ Status detail::patchPodLabelsDetailed(KubeClient& client, std::string_view ns,
   ApiResponse response = client.send(request);
   if (response.ok()) return Status::ok();
   ApiError error = apiError(response);
-  std::string message =
-      "labelling " + std::string(ns) + "/" + std::string(name) + ": " + error.describe();
+  std::string message = (field == "labels" ? "labelling " : "annotating ") + std::string(ns) +
+                        "/" + std::string(name) + ": " + error.describe();
   if (errorOut != nullptr) *errorOut = std::move(error);
   return Status::error(std::move(message));
 }

@@ -33,5 +33,11 @@ Status patchPodLabelsDetailed(KubeClient& client, std::string_view ns, std::stri
                               const std::map<std::string, std::string>& set,
                               const std::vector<std::string>& remove, std::string_view uid,
                               std::chrono::milliseconds timeout, ApiError* error);
+// JSON merge patch of metadata.<field> ("labels" or "annotations"): `set` adds or overwrites,
+// `remove` deletes; a non-empty uid is a precondition.
+Status patchPodMetadata(KubeClient& client, std::string_view ns, std::string_view name,
+                        std::string_view field, const std::map<std::string, std::string>& set,
+                        const std::vector<std::string>& remove, std::string_view uid,
+                        std::chrono::milliseconds timeout, ApiError* error);
 
 }  // namespace gpufair::k8s::detail

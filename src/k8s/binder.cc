@@ -24,6 +24,18 @@ std::string_view preconditionUid(const policy::Pod& pod) {
 }  // namespace
 
 Status KubeBinder::bind(const policy::Pod& pod, std::string_view node, bool overQuota) {
+  if (pod.isFractional() && pod.gpuIndex >= 0) {
+    // Before the Binding: once bound, the kubelet may start the pod, and a sharing-capable device
+    // plugin or runtime reads the GPU it was given from this annotation.
+    Status annotated = patchPodAnnotations(*client_, pod.ns, pod.name,
+                                           {{policy::kGpuIndexAnnotation,
+                                             std::to_string(pod.gpuIndex)}},
+                                           preconditionUid(pod), options_.requestTimeout);
+    if (!annotated.isOk()) {
+      spdlog::warn("{}", annotated.reason());
+      return annotated;
+    }
+  }
   Status bound =
       bindPod(*client_, pod.ns, pod.name, preconditionUid(pod), node, options_.requestTimeout);
   if (!bound.isOk()) {

@@ -18,7 +18,7 @@ using testsupport::podJson;
 class ScriptedBinder final : public Binder {
  public:
   Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) override {
-    calls.push_back({pod.key(), std::string(node), overQuota});
+    calls.push_back({pod.key(), std::string(node), overQuota, pod.gpuIndex});
     return answer;
   }
   bool confirmsImmediately() const override { return confirms; }
@@ -27,6 +27,7 @@ class ScriptedBinder final : public Binder {
     std::string pod;
     std::string node;
     bool overQuota;
+    int gpuIndex;
   };
   std::vector<Call> calls;
   Status answer;
@@ -171,6 +172,24 @@ TEST_F(BindTest, ClusterBinderLeavesThePodAssumedForTheWatchToConfirm) {
   const policy::PodPtr pod = cluster.mirror.findPod("uid-1");
   EXPECT_TRUE(pod->assumed);
   EXPECT_EQ(pod->nodeName, "gpu-node-1");
+}
+
+TEST_F(BindTest, TheBinderIsGivenTheGpuChosenForAFractionalPod) {
+  ScriptedBinder binder;
+  ExtenderService scripted(cluster.mirror, *cluster.scorer, binder);
+  json notebook = podJson("team-a", "notebook", "uid-n", 0);
+  notebook["spec"]["containers"][0]["resources"] = json::object();
+  notebook["metadata"]["annotations"] = {{"gpufair.io/gpu-fraction", "0.5"}};
+  ASSERT_EQ(post(scripted, "/filter", filterArgs(notebook, {"gpu-node-1"})).status, 200);
+  EXPECT_EQ(
+      parseJson(post(scripted, "/bind", bindArgs("team-a", "notebook", "uid-n", "gpu-node-1")).body)
+          .at("Error"),
+      "");
+  ASSERT_EQ(binder.calls.size(), 1u);
+  const policy::PodPtr assumed = cluster.mirror.findPod("uid-n");
+  ASSERT_NE(assumed, nullptr);
+  EXPECT_GE(assumed->gpuIndex, 0);
+  EXPECT_EQ(binder.calls[0].gpuIndex, assumed->gpuIndex);
 }
 
 TEST_F(BindTest, PodWithoutUidIsFoundByNamespaceAndName) {

@@ -101,6 +101,37 @@ TEST_F(KubeBinderTest, AFailedLabelDoesNotFailTheBindAndIsRetried) {
   EXPECT_EQ(binder_.retryLabels(), 0u);  // nothing left: no request
 }
 
+TEST_F(KubeBinderTest, AFractionalPodIsAnnotatedWithItsGpuBeforeBinding) {
+  InSequence order;
+  ApiRequest annotate;
+  ApiRequest bindRequest;
+  EXPECT_CALL(*client_, send(_)).WillOnce(DoAll(SaveArg<0>(&annotate), Return(reply(200))));
+  EXPECT_CALL(*client_, send(_)).WillOnce(DoAll(SaveArg<0>(&bindRequest), Return(reply(201))));
+  policy::Pod half = MakePod("team-a", "notebook").uid("uid-n").share(0.5).gpuIndex(3);
+  ASSERT_TRUE(binder_.bind(half, "node-3", false).isOk());
+  EXPECT_EQ(annotate.method, "PATCH");
+  EXPECT_EQ(annotate.path, "/api/v1/namespaces/team-a/pods/notebook");
+  EXPECT_EQ(body(annotate)["metadata"]["annotations"]["gpufair.io/gpu-index"], "3");
+  EXPECT_EQ(body(annotate)["metadata"]["uid"], "uid-n");
+  EXPECT_EQ(bindRequest.path, "/api/v1/namespaces/team-a/pods/notebook/binding");
+}
+
+TEST_F(KubeBinderTest, AFailedGpuAnnotationFailsTheBindWithoutBinding) {
+  EXPECT_CALL(*client_, send(_)).WillOnce(Return(reply(500, "etcd timeout")));
+  policy::Pod half = MakePod("team-a", "notebook").uid("uid-n").share(0.5).gpuIndex(0);
+  Status status = binder_.bind(half, "node-3", false);
+  EXPECT_EQ(status.code(), Code::kError);
+  EXPECT_THAT(status.reason(), ::testing::StartsWith("annotating team-a/notebook: HTTP 500"));
+}
+
+TEST_F(KubeBinderTest, WholeGpuPodsAndUnplacedFractionsGetNoAnnotation) {
+  ApiRequest request;
+  EXPECT_CALL(*client_, send(_)).WillOnce(DoAll(SaveArg<0>(&request), Return(reply(201))));
+  policy::Pod half = MakePod("team-a", "notebook").uid("uid-n").share(0.5);  // gpuIndex unknown
+  ASSERT_TRUE(binder_.bind(half, "node-3", false).isOk());
+  EXPECT_EQ(request.method, "POST");
+}
+
 TEST_F(KubeBinderTest, RetriesStopWhenThePodIsGoneOrAfterMaxAttempts) {
   policy::Pod other = MakePod("team-a", "train-2").uid("uid-2").gpus(1);
   InSequence order;
@@ -241,6 +272,18 @@ TEST_F(AgainstFakeApiServer, BindsAndLabelsABorrowedPod) {
       patchPodLabels(*client_, "team-a", "train-1", {}, {"gpufair.io/over-quota"}, train.uid)
           .isOk());
   EXPECT_FALSE(pod("train-1")["metadata"]["labels"].contains("gpufair.io/over-quota"));
+}
+
+TEST_F(AgainstFakeApiServer, AFractionalPodCarriesItsGpuIndexWhenBound) {
+  ASSERT_NE(client_, nullptr);
+  KubeBinder binder(client_);
+  policy::Pod notebook = createPod("notebook");
+  notebook.setGpuShare(500);
+  notebook.gpuIndex = 1;
+  ASSERT_TRUE(binder.bind(notebook, "node-3", false).isOk());
+  nlohmann::json stored = pod("notebook");
+  EXPECT_EQ(stored["spec"]["nodeName"], "node-3");
+  EXPECT_EQ(stored["metadata"]["annotations"]["gpufair.io/gpu-index"], "1");
 }
 
 TEST_F(AgainstFakeApiServer, EvictionsAreTyped) {

@@ -21,7 +21,8 @@ namespace gpufair::api {
 class Binder {
  public:
   virtual ~Binder() = default;
-  // Binds `pod` to `node`. overQuota: the pod was admitted as borrowed and must carry the label
+  // Binds `pod` (as the mirror assumed it: a fractional pod has its gpuIndex and the annotation
+  // gpufair.io/gpu-index set) to `node`. overQuota: the pod was admitted as borrowed and must carry the label
   // gpufair.io/over-quota=true. A failure is Status::error with a reason for the scheduler.
   virtual Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) = 0;
   // Whether a successful bind() is final at once: no watch event will confirm it, so the caller

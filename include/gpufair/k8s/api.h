@@ -66,6 +66,11 @@ Status patchPodLabels(KubeClient& client, std::string_view ns, std::string_view 
                       const std::vector<std::string>& remove, std::string_view uid = "",
                       std::chrono::milliseconds timeout = std::chrono::milliseconds{10'000});
 
+// JSON merge patch of metadata.annotations (adds or overwrites `set`); uid as for patchPodLabels.
+Status patchPodAnnotations(KubeClient& client, std::string_view ns, std::string_view name,
+                           const std::map<std::string, std::string>& set, std::string_view uid = "",
+                           std::chrono::milliseconds timeout = std::chrono::milliseconds{10'000});
+
 // --- evictions --------------------------------------------------------------------------------
 
 enum class EvictionOutcome {

@@ -1,5 +1,6 @@
-// KubeBinder: makes /bind real on the API server. Posts a v1 Binding for the pod (with its uid as a
-// precondition) and, for a pod admitted as borrowed, labels it gpufair.io/over-quota=true. A failed
+// KubeBinder: makes /bind real on the API server. For a fractional pod, first writes the GPU it was
+// given as annotation gpufair.io/gpu-index (a failure fails the bind: the pod must not start
+// without it). Then posts a v1 Binding for the pod (with its uid as a precondition) and, for a pod admitted as borrowed, labels it gpufair.io/over-quota=true. A failed
 // label patch does not fail the bind (the pod is bound either way): it is logged and retried by
 // retryLabels(), which the caller runs periodically.
 //
@@ -37,7 +38,8 @@ class KubeBinder {
  public:
   explicit KubeBinder(KubeClientPtr client, KubeBinderOptions options = {});
 
-  // Binds `pod` to `node`; on success labels it over-quota when `overQuota`. A bind error is
+  // Binds `pod` (as assumed: gpuIndex set for a fractional pod) to `node`; on success labels it
+  // over-quota when `overQuota`. A bind error is
   // Status::error with the API server's message; a label error is not an error of bind().
   Status bind(const policy::Pod& pod, std::string_view node, bool overQuota);
 
