@@ -92,6 +92,7 @@ Result<Quantity> quantityOf(element e) {
 // What gpufair reads of a resource list; -1 where absent.
 struct Resources {
   MilliGpu gpus = -1;          // nvidia.com/gpu in milli-GPUs
+  MilliGpu gpuMilli = -1;      // gpufair.io/gpu-milli: milli-GPUs of one shared GPU
   std::int64_t cpuMilli = -1;  // cpu in millicores
   std::int64_t memory = -1;    // memory in bytes
 };
@@ -130,6 +131,13 @@ bool resourceList(object list, std::string_view where, Resources& out, std::stri
         return false;
       }
       out.gpus = q->milliValue();
+    } else if (name == policy::kGpuMilliResource) {
+      if (q->isNegative() || !q->isInteger()) {
+        error = std::string(where) + "[\"" + policy::kGpuMilliResource +
+                "\"]: must be a whole number of milli-GPUs (got " + q->text() + ")";
+        return false;
+      }
+      out.gpuMilli = q->value();
     }
   }
   return true;
@@ -140,6 +148,7 @@ struct ContainerResources {
   policy::ContainerGpus gpus;
   policy::ContainerGpus cpu;
   policy::ContainerGpus memory;
+  policy::ContainerGpus gpuMilli;
 };
 
 bool containers(object spec, std::string_view key, bool init, std::vector<ContainerResources>& out,
@@ -180,12 +189,14 @@ bool containers(object spec, std::string_view key, bool init, std::vector<Contai
       res.gpus.request = pick(req.gpus, lim.gpus);
       res.cpu.request = pick(req.cpuMilli, lim.cpuMilli);
       res.memory.request = pick(req.memory, lim.memory);
+      res.gpuMilli.request = pick(req.gpuMilli, lim.gpuMilli);
     }
     if (init) {
       std::string policyName;
       if (!optString(co, "restartPolicy", policyName, error, where)) return false;
       const bool restartable = policyName == "Always";
-      res.gpus.restartable = res.cpu.restartable = res.memory.restartable = restartable;
+      res.gpus.restartable = res.cpu.restartable = res.memory.restartable =
+          res.gpuMilli.restartable = restartable;
     }
     out.push_back(res);
   }
@@ -230,8 +241,9 @@ std::string_view trim(std::string_view s) {
 }
 
 // The fractional-GPU, GPU-index and GPU-model annotations, applied to a pod whose requests are
-// decoded. Errors name the annotation.
-Result<bool> gpuAnnotations(policy::Pod& pod) {
+// decoded; resourceMilli: the pod's effective gpufair.io/gpu-milli request (0: none), the same as
+// the gpu-milli annotation. Errors name the annotation or resource.
+Result<bool> gpuAnnotations(policy::Pod& pod, MilliGpu resourceMilli) {
   using R = Result<bool>;
   const auto fraction = pod.annotations.find(policy::kGpuFractionAnnotation);
   const auto milli = pod.annotations.find(policy::kGpuMilliAnnotation);
@@ -240,6 +252,18 @@ Result<bool> gpuAnnotations(policy::Pod& pod) {
   if (hasFraction && hasMilli) {
     return R::failure("annotations " + std::string(policy::kGpuFractionAnnotation) + " and " +
                       policy::kGpuMilliAnnotation + " are both set; use one");
+  }
+  if (resourceMilli > 0) {
+    const std::string name = std::string("resource ") + policy::kGpuMilliResource;
+    if (pod.gpus > 0) {
+      return R::failure(name + " asks for part of a GPU but the pod also requests " +
+                        formatGpus(pod.gpus) + " nvidia.com/gpu; use one or the other");
+    }
+    if (resourceMilli > kMilliPerGpu) {
+      return R::failure(name + ": " + std::to_string(resourceMilli) +
+                        " is out of range (0, 1000]: it is a share of one GPU; ask for whole "
+                        "GPUs with nvidia.com/gpu");
+    }
   }
   if (hasFraction || hasMilli) {
     const std::string name =
@@ -268,7 +292,14 @@ Result<bool> gpuAnnotations(policy::Pod& pod) {
       return R::failure("annotation " + name + ": \"" + text + "\" is out of range (" +
                         (hasFraction ? "0, 1]" : "0, 1000]") + ")");
     }
+    if (resourceMilli > 0 && share != resourceMilli) {
+      return R::failure("annotation " + name + " (" + text + ") and resource " +
+                        policy::kGpuMilliResource + " (" + std::to_string(resourceMilli) +
+                        ") disagree; set one");
+    }
     pod.setGpuShare(share);
+  } else if (resourceMilli > 0) {
+    pod.setGpuShare(resourceMilli);
   }
   if (auto it = pod.annotations.find(policy::kGpuIndexAnnotation); it != pod.annotations.end()) {
     // Written by gpufair's binder; anything unreadable means "unknown" (the node places it).
@@ -332,6 +363,7 @@ Result<policy::Pod> decodePod(element root) {
   }
 
   object spec;
+  MilliGpu gpuMilliRequest = 0;  // gpufair.io/gpu-milli, as Kubernetes adds up requests
   if (!optObject(pod, "spec", spec, present, error, "pod")) return fail<policy::Pod>(what, error);
   if (present) {
     std::vector<ContainerResources> regularAll;
@@ -361,14 +393,16 @@ Result<policy::Pod> decodePod(element root) {
     // effectiveRequest adds these up; a huge count ("10E" in two containers, each saturating
     // int64) must not wrap around to a negative request.
     for (const auto member :
-         {&ContainerResources::gpus, &ContainerResources::cpu, &ContainerResources::memory}) {
+         {&ContainerResources::gpus, &ContainerResources::cpu, &ContainerResources::memory,
+          &ContainerResources::gpuMilli}) {
       std::int64_t total = 0;
       for (const auto* list : {&regularAll, &initAll}) {
         for (const auto& c : *list) {
           if (__builtin_add_overflow(total, (c.*member).request, &total)) {
-            const char* name = member == &ContainerResources::gpus  ? "nvidia.com/gpu"
-                               : member == &ContainerResources::cpu ? "cpu"
-                                                                    : "memory";
+            const char* name = member == &ContainerResources::gpus       ? "nvidia.com/gpu"
+                               : member == &ContainerResources::cpu      ? "cpu"
+                               : member == &ContainerResources::gpuMilli ? policy::kGpuMilliResource
+                                                                         : "memory";
             return fail<policy::Pod>(
                 what, std::string(name) + " requests add up to more than " +
                           (member == &ContainerResources::gpus
@@ -385,8 +419,12 @@ Result<policy::Pod> decodePod(element root) {
     out.memoryBytes = policy::effectiveRequest(column(regularAll, &ContainerResources::memory),
                                                column(initAll, &ContainerResources::memory),
                                                std::max<std::int64_t>(overheads.memory, 0));
+    gpuMilliRequest = policy::effectiveRequest(column(regularAll, &ContainerResources::gpuMilli),
+                                               column(initAll, &ContainerResources::gpuMilli), 0);
   }
-  if (Result<bool> r = gpuAnnotations(out); !r) return fail<policy::Pod>(what, r.error());
+  if (Result<bool> r = gpuAnnotations(out, gpuMilliRequest); !r) {
+    return fail<policy::Pod>(what, r.error());
+  }
 
   object status;
   if (!optObject(pod, "status", status, present, error, "pod"))

@@ -98,6 +98,67 @@ INSTANTIATE_TEST_SUITE_P(
                 {"gpufair.io/gpu-milli", "out of range"}}),
     [](const auto& info) { return info.param.name; });
 
+// The extended resource gpufair.io/gpu-milli asks for the same as the gpu-milli annotation; it is
+// how a fractional pod reaches the extender when managedResources lists it.
+TEST(DecodeGpuMilliResource, IsAShareOfOneGpu) {
+  struct Case {
+    std::string name;
+    std::string annotations;
+    std::string resources;
+    MilliGpu share;
+  };
+  const Case cases[] = {
+      {"Limit", "{}", R"({"limits":{"gpufair.io/gpu-milli":"500"}})", 500},
+      {"Request", "{}", R"({"requests":{"gpufair.io/gpu-milli":"250"}})", 250},
+      {"AgreesWithAnnotation", R"({"gpufair.io/gpu-fraction":"0.5"})",
+       R"({"limits":{"gpufair.io/gpu-milli":"500"}})", 500},
+      {"ThousandIsAWholeGpu", "{}", R"({"limits":{"gpufair.io/gpu-milli":"1000"}})", 0},
+  };
+  for (const Case& c : cases) {
+    Result<policy::Pod> r = decodePodJson(pod(c.annotations, c.resources));
+    ASSERT_TRUE(r.ok()) << c.name << ": " << r.error();
+    EXPECT_EQ(r->gpuShare, c.share) << c.name;
+    EXPECT_EQ(r->gpus, c.share == 0 ? 1000 : c.share) << c.name;
+  }
+  // Init containers count as Kubernetes counts them: the largest, not the sum, when sequential.
+  Result<policy::Pod> init = decodePodJson(
+      R"({"metadata":{"name":"p","namespace":"ns"},"spec":{"initContainers":[{"name":"i",)"
+      R"("resources":{"limits":{"gpufair.io/gpu-milli":"300"}}}],"containers":[{"name":"m",)"
+      R"("resources":{"limits":{"gpufair.io/gpu-milli":"200"}}}]}})");
+  ASSERT_TRUE(init.ok()) << init.error();
+  EXPECT_EQ(init->gpuShare, 300);
+}
+
+TEST(DecodeGpuMilliResource, ErrorsNameTheResource) {
+  struct Case {
+    std::string name;
+    std::string annotations;
+    std::string resources;
+    std::vector<std::string> parts;
+  };
+  const Case cases[] = {
+      {"AboveOneGpu", "{}", R"({"limits":{"gpufair.io/gpu-milli":"1500"}})",
+       {"resource gpufair.io/gpu-milli", "out of range", "nvidia.com/gpu"}},
+      {"NotWhole", "{}", R"({"limits":{"gpufair.io/gpu-milli":"0.5"}})",
+       {"gpufair.io/gpu-milli", "whole number of milli-GPUs"}},
+      {"Negative", "{}", R"({"limits":{"gpufair.io/gpu-milli":"-5"}})",
+       {"gpufair.io/gpu-milli", "whole number of milli-GPUs"}},
+      {"WithWholeGpus", "{}",
+       R"({"limits":{"gpufair.io/gpu-milli":"500","nvidia.com/gpu":"1"}})",
+       {"resource gpufair.io/gpu-milli", "nvidia.com/gpu", "use one or the other"}},
+      {"DisagreesWithAnnotation", R"({"gpufair.io/gpu-fraction":"0.25"})",
+       R"({"limits":{"gpufair.io/gpu-milli":"500"}})",
+       {"gpufair.io/gpu-fraction", "(0.25)", "(500)", "disagree"}},
+  };
+  for (const Case& c : cases) {
+    Result<policy::Pod> r = decodePodJson(pod(c.annotations, c.resources));
+    ASSERT_FALSE(r.ok()) << c.name;
+    for (const auto& part : c.parts) {
+      EXPECT_NE(r.error().find(part), std::string::npos) << c.name << ": " << r.error();
+    }
+  }
+}
+
 TEST(DecodeGpuAnnotations, IndexAndModels) {
   Result<policy::Pod> r = decodePodJson(pod(
       R"({"gpufair.io/gpu-milli":"500","gpufair.io/gpu-index":"3",

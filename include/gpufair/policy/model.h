@@ -24,6 +24,10 @@ inline constexpr const char* kOverQuotaLabel = "gpufair.io/over-quota";
 // ...), written by the binder from AssumeOutcome::gpuIndex.
 inline constexpr const char* kGpuFractionAnnotation = "gpufair.io/gpu-fraction";
 inline constexpr const char* kGpuMilliAnnotation = "gpufair.io/gpu-milli";
+// The same request as an extended resource (resources.limits or requests, "500"), which is how a
+// fractional pod reaches gpufair when the scheduler's extender config lists it in managedResources
+// (with ignoredByScheduler: true; the kubelet ignores extended resources its node does not have).
+inline constexpr const char* kGpuMilliResource = "gpufair.io/gpu-milli";
 inline constexpr const char* kGpuIndexAnnotation = "gpufair.io/gpu-index";
 // Allowed GPU models of a pod: "V100M16|V100M32" (absent or empty: any model).
 inline constexpr const char* kGpuModelsAnnotation = "gpufair.io/gpu-models";
