@@ -144,28 +144,39 @@ class PackingScorer final : public Scorer {
   }
 };
 
+// GPU affinity classes as the paper's GPU Clustering has them: every GPU-sharing pod is one class,
+// whole-GPU pods one class per GPU count; GPU-less pods have none.
+int affinityClass(const Pod& pod) {
+  if (pod.gpus <= 0) return 0;
+  return pod.isFractional() ? -1 : pod.gpuCount();
+}
+
 class ClusteringScorer final : public Scorer {
  public:
   std::string_view name() const override { return "clustering"; }
-  // Tiers, best first: 3 = the node runs only pods with this pod's GPU request; 2 = also others;
-  // 1 = no GPU pods; 0 = only other requests. Within a tier, fuller nodes first.
+  // Integer scores in four bands of 25, best first: (75, 100] the node runs only pods of this
+  // pod's class; (50, 75] also others; (25, 50] no GPU pods; [0, 25] only other classes. Within a
+  // band, fuller nodes score higher: 25 · (maxNodeGpus − free) / maxNodeGpus, rounded down, so
+  // nodes alike tie (and the tie-break decides). A GPU-less pod scores 0 everywhere.
   void score(const ClusterSnapshot& snapshot, const Pod& pod,
              std::span<const NodeState* const> nodes, std::span<double> out) const override {
-    const double maxGpu = static_cast<double>(std::max<MilliGpu>(snapshot.maxNodeGpus(), 1));
+    const int mine = affinityClass(pod);
+    const MilliGpu maxGpu = std::max<MilliGpu>(snapshot.maxNodeGpus(), 1);
     for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (mine == 0) {
+        out[i] = 0.0;
+        continue;
+      }
       const NodeState& n = *nodes[i];
       bool same = false;
       bool other = false;
       for (const auto& p : n.pods()) {
-        if (!p->holdsGpus() || p->gpus == 0) continue;
-        if (p->gpuShare == pod.gpuShare && p->gpuCount() == pod.gpuCount()) {
-          same = true;
-        } else {
-          other = true;
-        }
+        if (!p->holdsGpus() || p->gpus <= 0) continue;
+        (affinityClass(*p) == mine ? same : other) = true;
       }
-      const double tier = same ? (other ? 2.0 : 3.0) : (other ? 0.0 : 1.0);
-      out[i] = tier + 0.99 * (1.0 - ratio(static_cast<double>(n.free()), maxGpu));
+      const std::int64_t band = same ? (other ? 50 : 75) : (other ? 0 : 25);
+      const MilliGpu used = std::clamp<MilliGpu>(maxGpu - n.free(), 0, maxGpu);
+      out[i] = static_cast<double>(band + 25 * used / maxGpu);
     }
   }
 };

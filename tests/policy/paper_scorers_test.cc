@@ -85,9 +85,14 @@ TEST(ClusteringScorer, SameRequestTogether) {
       {MakePod("t", "b1").gpus(1).on("b"), MakePod("t", "c1").gpus(1).on("c"),
        MakePod("t", "c2").share(0.5).on("c"), MakePod("t", "d1").share(0.5).on("d")});
   auto raw = rawScores(*makeClusteringScorer(), *snap, MakePod("t", "p").gpus(1));
-  EXPECT_GT(raw[1], raw[2]);
-  EXPECT_GT(raw[2], raw[0]);
-  EXPECT_GT(raw[0], raw[3]);
+  // Bands of 25 plus 25 · used / 4 GPUs: b 75 + 6, c 50 + 9, a 25 + 0, d 0 + 3.
+  EXPECT_EQ(raw, (std::vector<double>{25, 81, 59, 3}));
+  // Every GPU-sharing pod is one class, whatever its share: a 0.25 pod joins d's 0.5 pods.
+  raw = rawScores(*makeClusteringScorer(), *snap, MakePod("t", "q").share(0.25));
+  EXPECT_EQ(raw, (std::vector<double>{25, 6, 59, 78}));
+  // A GPU-less pod has no class: every node alike.
+  raw = rawScores(*makeClusteringScorer(), *snap, MakePod("t", "cpu").cpu(2));
+  EXPECT_EQ(raw, (std::vector<double>{0, 0, 0, 0}));
 }
 
 TEST(FgdScorer, LeastFragmentationGrowthWinsAndChoosesTheGpu) {
