@@ -97,9 +97,23 @@ Response ExtenderService::readyz() const {
       ready = Status::error(std::string("readiness check failed: ") + e.what());
     }
   }
-  if (ready.isOk()) return jsonResponse(200, {{"status", "ready"}});
+  nlohmann::json body = ready.isOk()
+                            ? nlohmann::json{{"status", "ready"}}
+                            : nlohmann::json{{"status", "not ready"}, {"reason", ready.reason()}};
+  if (details_) {
+    nlohmann::json checks = nlohmann::json::array();
+    try {
+      for (const HealthDetail& detail : details_()) {
+        checks.push_back({{"name", detail.name}, {"ok", detail.ok}, {"message", detail.message}});
+      }
+    } catch (const std::exception& e) {
+      checks.push_back({{"name", "health-details"}, {"ok", false}, {"message", e.what()}});
+    }
+    body["checks"] = std::move(checks);
+  }
+  if (ready.isOk()) return jsonResponse(200, body);
   spdlog::info("readyz: not ready: {}", ready.reason());
-  return jsonResponse(503, {{"status", "not ready"}, {"reason", ready.reason()}});
+  return jsonResponse(503, body);
 }
 
 Response ExtenderService::debugSnapshot() const {

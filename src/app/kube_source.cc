@@ -138,6 +138,24 @@ Status KubeSource::ready() const {
   return Status::ok();
 }
 
+std::vector<api::HealthDetail> KubeSource::healthDetails() const {
+  std::vector<api::HealthDetail> details;
+  if (quotaWatcher_ != nullptr) {
+    const bool healthy = quotaWatcher_->healthy();
+    details.push_back({"quota-config", healthy,
+                       healthy ? "the quota ConfigMaps in " + ns_ + " are in force"
+                               : "a quota change was rejected; the last good config stays in "
+                                 "force: " + quotaWatcher_->lastError()});
+  }
+  if (elector_ != nullptr) {
+    const std::string leader = elector_->leader();
+    details.push_back({"leader-election", true,
+                       isLeader() ? "this replica leads (writes labels, events, evictions)"
+                                  : "standby; leader: " + (leader.empty() ? "none" : leader)});
+  }
+  return details;
+}
+
 Status KubeSource::bind(const policy::Pod& pod, std::string_view node, bool overQuota) {
   return binder_.bind(pod, node, overQuota);
 }

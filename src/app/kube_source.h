@@ -47,6 +47,9 @@ class KubeSource final : public api::Binder, public api::DecisionObserver {
   void stop();   // stops them, releases the Lease, flushes Events
   void tick();   // ~every second: retries label patches, removes stale over-quota labels
   Status ready() const;
+  // For /readyz: the quota config in force (a rejected change is reported here, with its errors)
+  // and leader election.
+  std::vector<api::HealthDetail> healthDetails() const;
   const std::string& ns() const { return ns_; }
   std::string server() const { return client_->server(); }
   bool isLeader() const;

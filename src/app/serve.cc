@@ -189,7 +189,10 @@ int runServe(const std::vector<std::string>& argv) {
   api::Binder& binder = kube ? static_cast<api::Binder&>(*kube) : memoryBinder;
   api::ExtenderService service(mirror, *scorer, binder,
                                [&kube]() -> Status { return kube ? kube->ready() : Status::ok(); });
-  if (kube) service.setObserver(kube.get());
+  if (kube) {
+    service.setObserver(kube.get());
+    service.setHealthDetails([&kube] { return kube->healthDetails(); });
+  }
   api::ExtenderServer server(service, options);
   // The handler only sets a flag; the loop below notices it and stops the server.
   std::signal(SIGINT, onSignal);

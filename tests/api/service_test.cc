@@ -244,6 +244,31 @@ TEST_F(ServiceTest, HealthAndReadiness) {
   EXPECT_EQ(parseJson(ready.body).at("reason"), "readiness check failed: boom");
 }
 
+TEST_F(ServiceTest, ReadyzListsHealthDetailsWithoutTheirDecidingReadiness) {
+  ExtenderService service(cluster.mirror, *cluster.scorer, cluster.binder);
+  service.setHealthDetails([] {
+    return std::vector<HealthDetail>{
+        {"quota-config", false, "line 3: queue team-a: deserved must not be negative"},
+        {"leader-election", true, "standby; leader: gpufair-1"}};
+  });
+  Response ready = service.handle({"GET", "/readyz", ""});
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(parseJson(ready.body),
+            json({{"status", "ready"},
+                  {"checks",
+                   {{{"name", "quota-config"},
+                     {"ok", false},
+                     {"message", "line 3: queue team-a: deserved must not be negative"}},
+                    {{"name", "leader-election"},
+                     {"ok", true},
+                     {"message", "standby; leader: gpufair-1"}}}}}));
+
+  service.setHealthDetails([]() -> std::vector<HealthDetail> { throw std::runtime_error("x"); });
+  ready = service.handle({"GET", "/readyz", ""});
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(parseJson(ready.body).at("checks").at(0).at("ok"), false);
+}
+
 TEST_F(ServiceTest, DebugSnapshotShowsNodesPodsQueuesAndTotals) {
   post("/filter", filterArgs(podJson("team-a", "half", "uid-half", 1), {"gpu-node-1"}));
   const Response response = call("GET", "/debug/snapshot");

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -100,6 +101,7 @@ TEST_F(KubeSourceTest, ServesFromTheApiServerAndBindsThere) {
   // watch confirms the assumption.
   auto scorer = policy::makeScorer(policy::kDefaultScorer);
   api::ExtenderService service(mirror, *scorer, kube, [&] { return kube.ready(); });
+  service.setHealthDetails([&] { return kube.healthDetails(); });
   service.setObserver(&kube);
   const json pod = gpuPod("team-a", "train", 2);
   fake->create("/api/v1/namespaces/team-a/pods", pod);
@@ -136,13 +138,29 @@ TEST_F(KubeSourceTest, ServesFromTheApiServerAndBindsThere) {
   // A broken quota change keeps the last good config; a good one applies without a restart.
   fake->update("/api/v1/namespaces/gpufair-system/configmaps/queues",
                quotaConfigMap("queues:\n- name: team-a\n  gpu: {deserved: -3}\n"));
-  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(k8s::fake::waitUntil(
+      [&] {
+        const json readyz = json::parse(service.handle({"GET", "/readyz", ""}).body);
+        for (const auto& check : readyz.value("checks", json::array())) {
+          if (check.at("name") == "quota-config") return check.at("ok") == false;
+        }
+        return false;
+      },
+      10s));
+  {
+    const api::Response readyz = service.handle({"GET", "/readyz", ""});
+    EXPECT_EQ(readyz.status, 200) << readyz.body;  // the last good config is in force: ready
+    EXPECT_THAT(readyz.body, ::testing::HasSubstr("the last good config stays in force"));
+    EXPECT_THAT(readyz.body, ::testing::HasSubstr("leader-election"));
+  }
   EXPECT_EQ(mirror.snapshot()->findQueue("team-a")->quota.gpu.deserved, 4000);
   fake->update("/api/v1/namespaces/gpufair-system/configmaps/queues",
                quotaConfigMap("queues:\n- name: team-a\n  namespaces: [team-a]\n"
                               "  gpu: {deserved: 8}\n"));
   ASSERT_TRUE(k8s::fake::waitUntil(
       [&] { return mirror.snapshot()->findQueue("team-a")->quota.gpu.deserved == 8000; }, 10s));
+  EXPECT_THAT(service.handle({"GET", "/readyz", ""}).body,
+              ::testing::HasSubstr("quota ConfigMaps in gpufair-system are in force"));
 
   // Deleting a pod on the server frees its GPUs in the mirror.
   fake->remove("/api/v1/namespaces/team-a/pods/running");

@@ -5,7 +5,8 @@
 //   ExtenderPreemptionArgs -> ExtenderPreemptionResult (proposed victims as is) POST /bind
 //   ExtenderBindingArgs -> ExtenderBindingResult (assume, bind, confirm) GET  /healthz
 //   {"status":"ok"} GET  /readyz        200 {"status":"ready"} or 503 {"status":"not
-//   ready","reason":...} GET  /debug/snapshot  the current ClusterSnapshot as JSON (see
+//   ready","reason":...}, plus "checks" when
+//   health details are set GET  /debug/snapshot  the current ClusterSnapshot as JSON (see
 //   debug_snapshot.h)
 // Bad input is a 400 with {"Error": "..."} (in the verb's result shape for /filter), unknown paths
 // 404, wrong methods 405. Decisions are logged at debug level, rejections at info.
@@ -15,6 +16,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "gpufair/api/binder.h"
 #include "gpufair/api/http.h"
@@ -26,6 +28,15 @@ namespace gpufair::api {
 
 // Readiness: ok means ready; otherwise the reason is reported by /readyz with a 503.
 using ReadinessCheck = std::function<Status()>;
+
+// Conditions /readyz reports beside readiness without deciding it, e.g. a rejected quota change
+// (the last good config stays in force, so gpufair stays ready) or which replica leads.
+struct HealthDetail {
+  std::string name;  // "quota-config", "leader-election", ...
+  bool ok = true;
+  std::string message;
+};
+using HealthDetails = std::function<std::vector<HealthDetail>()>;
 
 // Told of decisions a person should see on the pod (as Kubernetes Events in a cluster).
 // Called on io threads; implementations must be quick and thread-safe (queue, don't block).
@@ -48,6 +59,8 @@ class ExtenderService final : public RequestHandler {
   Response handle(const Request& request) override;
   // Optional; must outlive the service. Set before serving.
   void setObserver(DecisionObserver* observer) { observer_ = observer; }
+  // Optional: /readyz then also lists {"checks":[{"name","ok","message"}]}. Set before serving.
+  void setHealthDetails(HealthDetails details) { details_ = std::move(details); }
 
   Response filter(std::string_view body);
   Response prioritize(std::string_view body);
@@ -63,6 +76,7 @@ class ExtenderService final : public RequestHandler {
   Binder& binder_;
   ReadinessCheck readiness_;
   DecisionObserver* observer_ = nullptr;
+  HealthDetails details_;
 };
 
 }  // namespace gpufair::api
