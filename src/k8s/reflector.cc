@@ -120,6 +120,21 @@ struct Reflector::State {
   WatchDecoder watchDecoder;
 };
 
+void ReflectorSink::beginList() {
+  gathered_.clear();
+}
+
+void ReflectorSink::listPage(std::vector<std::string>& items) {
+  gathered_.insert(gathered_.end(), std::make_move_iterator(items.begin()),
+                   std::make_move_iterator(items.end()));
+}
+
+void ReflectorSink::endList() {
+  replace(gathered_);
+  gathered_.clear();
+  gathered_.shrink_to_fit();
+}
+
 // A complete paginated LIST into the sink; the list's resourceVersion, or nullopt (logged).
 std::optional<std::string> Reflector::State::list() {
   std::vector<std::string> items;
@@ -127,6 +142,8 @@ std::optional<std::string> Reflector::State::list() {
   ListPage page;
   int restarts = 0;
   int pages = 0;
+  std::size_t listed = 0;
+  sink.beginList();
   for (;;) {
     ApiRequest request;
     request.path = Query(options.listPath)
@@ -143,6 +160,8 @@ std::optional<std::string> Reflector::State::list() {
       items.clear();
       continueToken.clear();
       pages = 0;
+      listed = 0;
+      sink.beginList();
       continue;
     }
     if (!response.ok()) {
@@ -155,11 +174,14 @@ std::optional<std::string> Reflector::State::list() {
       return std::nullopt;
     }
     ++pages;
+    listed += items.size();
+    sink.listPage(items);
+    items.clear();
     page = std::move(decoded).value();
     if (page.continueToken.empty()) break;
     continueToken = page.continueToken;
   }
-  sink.replace(items);
+  sink.endList();
   bool first = !synced.exchange(true);
   {
     std::lock_guard lock(statsMu);
@@ -169,7 +191,7 @@ std::optional<std::string> Reflector::State::list() {
   markHealthy();
   spdlog::log(first ? spdlog::level::info : spdlog::level::debug,
               "reflector {}: listed {} objects in {} pages at resourceVersion {}", options.name,
-              items.size(), pages, page.resourceVersion);
+              listed, pages, page.resourceVersion);
   return page.resourceVersion;
 }
 

@@ -39,8 +39,17 @@ ObjectMeta peekMeta(std::string_view json) {
 NodeSink::NodeSink(state::Mirror& mirror) : mirror_(mirror) {}
 
 void NodeSink::replace(const std::vector<std::string>& items) {
-  std::vector<policy::Node> nodes;
-  nodes.reserve(items.size());
+  beginList();
+  std::vector<std::string> page = items;
+  listPage(page);
+  endList();
+}
+
+void NodeSink::beginList() {
+  listed_.clear();
+}
+
+void NodeSink::listPage(std::vector<std::string>& items) {
   for (const auto& item : items) {
     auto node = codec::decodeNodeJson(item);
     if (!node) {
@@ -48,10 +57,14 @@ void NodeSink::replace(const std::vector<std::string>& items) {
       spdlog::warn("node {} skipped: {}", peekMeta(item).describe(), node.error());
       continue;
     }
-    nodes.push_back(std::move(node).value());
+    listed_.push_back(std::move(node).value());
   }
-  spdlog::info("node list: {} nodes", nodes.size());
-  mirror_.replaceNodes(std::move(nodes));
+}
+
+void NodeSink::endList() {
+  spdlog::info("node list: {} nodes", listed_.size());
+  mirror_.replaceNodes(std::move(listed_));
+  listed_ = {};
 }
 
 void NodeSink::added(std::string_view object) {
@@ -85,7 +98,19 @@ PodSink::PodSink(state::Mirror& mirror, PodSinkOptions options)
     : mirror_(mirror), options_(options) {}
 
 void PodSink::replace(const std::vector<std::string>& items) {
-  std::vector<policy::Pod> pods;
+  beginList();
+  std::vector<std::string> page = items;
+  listPage(page);
+  endList();
+}
+
+void PodSink::beginList() {
+  listed_.clear();
+  listedItems_ = 0;
+}
+
+void PodSink::listPage(std::vector<std::string>& items) {
+  listedItems_ += items.size();
   for (const auto& item : items) {
     auto pod = codec::decodePodJson(item);
     if (!pod) {
@@ -94,10 +119,15 @@ void PodSink::replace(const std::vector<std::string>& items) {
       continue;
     }
     if (options_.gpuPodsOnly && pod->gpus <= 0) continue;
-    pods.push_back(std::move(pod).value());
+    listed_.push_back(std::move(pod).value());
   }
-  spdlog::info("pod list: {} of {} pods use GPUs", pods.size(), items.size());
-  mirror_.replacePods(std::move(pods));
+}
+
+void PodSink::endList() {
+  spdlog::info("pod list: {} of {} pods use GPUs", listed_.size(), listedItems_);
+  mirror_.replacePods(std::move(listed_));
+  listed_ = {};
+  listedItems_ = 0;
 }
 
 void PodSink::added(std::string_view object) {

@@ -27,9 +27,22 @@ class ReflectorSink {
   // A complete LIST: the sink replaces everything it holds of this resource with `items`
   // (objects absent from it were deleted while we were away).
   virtual void replace(const std::vector<std::string>& items) = 0;
+
+  // How the reflector delivers a LIST: beginList(), then listPage() for each page as it arrives
+  // (the page's items; the sink may move them out), then endList() once the list is complete. A
+  // list that must start over (its continue token expired) or fails gets a new beginList() later;
+  // what was gathered is then dropped. The defaults gather the items' text and call replace() at
+  // the end; a sink of a large resource overrides them to decode each page at once and keep only
+  // what it needs (a LIST of 150,000 pods is over half a gigabyte of JSON).
+  virtual void beginList();
+  virtual void listPage(std::vector<std::string>& items);
+  virtual void endList();
   virtual void added(std::string_view object) = 0;
   virtual void modified(std::string_view object) = 0;
   virtual void deleted(std::string_view object) = 0;
+
+ private:
+  std::vector<std::string> gathered_;  // the default listPage()'s items until endList()
 };
 
 struct ReflectorOptions {

@@ -34,6 +34,10 @@ class NodeSink final : public ReflectorSink {
   explicit NodeSink(state::Mirror& mirror);
 
   void replace(const std::vector<std::string>& items) override;
+  // A list is decoded page by page; only the decoded nodes are kept until endList().
+  void beginList() override;
+  void listPage(std::vector<std::string>& items) override;
+  void endList() override;
   void added(std::string_view object) override;
   void modified(std::string_view object) override;
   void deleted(std::string_view object) override;
@@ -42,6 +46,7 @@ class NodeSink final : public ReflectorSink {
 
  private:
   state::Mirror& mirror_;
+  std::vector<policy::Node> listed_;  // the list being received
   std::atomic<std::uint64_t> decodeErrors_{0};
 };
 
@@ -56,6 +61,10 @@ class PodSink final : public ReflectorSink {
   explicit PodSink(state::Mirror& mirror, PodSinkOptions options = {});
 
   void replace(const std::vector<std::string>& items) override;
+  // A list is decoded page by page; only the decoded GPU pods are kept until endList().
+  void beginList() override;
+  void listPage(std::vector<std::string>& items) override;
+  void endList() override;
   void added(std::string_view object) override;
   void modified(std::string_view object) override;
   void deleted(std::string_view object) override;
@@ -67,6 +76,8 @@ class PodSink final : public ReflectorSink {
 
   state::Mirror& mirror_;
   PodSinkOptions options_;
+  std::vector<policy::Pod> listed_;  // the list being received
+  std::size_t listedItems_ = 0;
   std::atomic<std::uint64_t> decodeErrors_{0};
 };
 
