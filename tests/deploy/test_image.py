@@ -1,0 +1,187 @@
+"""The Dockerfile, checked without a Docker engine: two Debian 12 stages, a non-root final stage,
+and a runtime package list equal to what the built gpufair binary links (ldd + dpkg -S)."""
+import fnmatch
+import os
+import re
+import subprocess
+import unittest
+
+from deploy_support import ROOT
+
+BINARY = os.environ.get("GPUFAIR_BINARY", "")
+DOCKERFILE = os.path.join(ROOT, "Dockerfile")
+
+# Packages the final stage may list although the binary doesn't link them, and why.
+EXTRA_RUNTIME = {
+    "openssl": "gpufair-probe's https probes run openssl s_client",
+    # prometheus-cpp serves --metrics-listen; listed ahead of the metrics module's merge, after
+    # which the binary links them and these two entries may go.
+    "libprometheus-cpp-core1.0": "metrics exporter (prometheus-cpp)",
+    "libprometheus-cpp-pull1.0": "metrics exporter (prometheus-cpp)",
+}
+
+
+def dockerfile():
+    """(ARG defaults, [stages]): each stage is {"from", "name", "instructions": [(op, arg)]}."""
+    with open(DOCKERFILE) as f:
+        text = f.read()
+    text = re.sub(r"\\\n", " ", text)  # join continuation lines
+    args, stages = {}, []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        op, _, rest = line.partition(" ")
+        op = op.upper()
+        rest = rest.strip()
+        if op == "FROM":
+            parts = rest.split()
+            stages.append({"from": parts[0], "name": parts[2] if len(parts) > 2 else None,
+                           "instructions": []})
+        elif op == "ARG" and not stages:
+            name, _, value = rest.partition("=")
+            args[name] = value.strip('"')
+        elif stages:
+            stages[-1]["instructions"].append((op, rest))
+    return args, stages
+
+
+def stage_arg(stage, name):
+    for op, rest in stage["instructions"]:
+        if op == "ARG" and rest.startswith(name + "="):
+            return rest.split("=", 1)[1].strip().strip('"')
+    return None
+
+
+def runtime_packages():
+    _, stages = dockerfile()
+    value = stage_arg(stages[-1], "RUNTIME_PACKAGES")
+    return set(value.split()) if value else set()
+
+
+def owning_packages(libs):
+    """{library path: the Debian package that ships it}, usrmerge-aware, from one dpkg -S."""
+    candidates = {}
+    for lib in libs:
+        forms = {lib, os.path.realpath(lib)}
+        for c in list(forms):
+            forms.add(c[4:] if c.startswith("/usr/") else "/usr" + c)
+        for c in forms:
+            candidates[c] = lib
+    out = subprocess.run(["dpkg", "-S"] + sorted(candidates), capture_output=True, text=True)
+    owners = {}
+    for line in out.stdout.splitlines():
+        pkgs, _, path = line.partition(": ")
+        if path in candidates and "," not in pkgs:
+            owners[candidates[path]] = pkgs.split(":", 1)[0].strip()
+    return owners
+
+
+def linked_libraries(binary):
+    out = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
+    libs = []
+    for line in out.splitlines():
+        m = re.search(r"=>\s+(/\S+)", line) or re.match(r"\s*(/\S+)\s+\(", line)
+        if m:
+            libs.append(m.group(1))
+        elif "not found" in line:
+            raise AssertionError("ldd: " + line.strip())
+    return libs
+
+
+def dockerignore_allows(path):
+    """Whether a path is sent to the build (last matching .dockerignore rule wins)."""
+    with open(os.path.join(ROOT, ".dockerignore")) as f:
+        rules = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+    allowed = True
+    parts = path.strip("/").split("/")
+    for rule in rules:
+        negate = rule.startswith("!")
+        pattern = rule.lstrip("!").rstrip("/")
+        for i in range(1, len(parts) + 1):  # a rule on a directory covers what is inside
+            if fnmatch.fnmatch("/".join(parts[:i]), pattern):
+                allowed = negate
+                break
+    return allowed
+
+
+class DockerfileTest(unittest.TestCase):
+    def test_stages(self):
+        args, stages = dockerfile()
+        self.assertEqual(args.get("DEBIAN_IMAGE"), "debian:12-slim")
+        self.assertEqual(len(stages), 2)
+        for stage in stages:
+            self.assertEqual(stage["from"], "${DEBIAN_IMAGE}")
+        build, final = stages
+        runs = " ".join(rest for op, rest in build["instructions"] if op == "RUN")
+        self.assertIn("make deps", runs)  # the Makefile's DEB_PACKAGES, one list for all
+        self.assertIn("-DCMAKE_BUILD_TYPE=Release", runs)
+        self.assertIn("--target gpufair", runs)
+
+    def test_final_stage_is_small_and_unprivileged(self):
+        _, stages = dockerfile()
+        final = stages[-1]["instructions"]
+        users = [rest for op, rest in final if op == "USER"]
+        self.assertEqual(users, ["65532:65532"])
+        entry = [rest for op, rest in final if op == "ENTRYPOINT"]
+        self.assertEqual(entry, ['["/usr/local/bin/gpufair"]'])
+        copies = [rest for op, rest in final if op == "COPY"]
+        self.assertIn("--from=build /build/src/app/gpufair /usr/local/bin/gpufair", copies)
+        for c in copies:  # no sources, no build tree: the binary and the probe only
+            self.assertTrue("--from=build" in c or "gpufair-probe" in c, c)
+        runs = " ".join(rest for op, rest in final if op == "RUN")
+        self.assertIn("--no-install-recommends", runs)
+        self.assertIn("rm -rf /var/lib/apt/lists/*", runs)
+        for dev in [p for p in runtime_packages() if p.endswith("-dev")]:
+            self.fail("the final stage installs a -dev package: " + dev)
+
+    def test_build_context_holds_what_copy_needs(self):
+        _, stages = dockerfile()
+        for stage in stages:
+            for op, rest in stage["instructions"]:
+                if op != "COPY" or "--from=" in rest:
+                    continue
+                sources = [s for s in rest.split() if not s.startswith("--")][:-1]
+                for src in sources:
+                    with self.subTest(src):
+                        self.assertTrue(os.path.exists(os.path.join(ROOT, src)), src)
+                        self.assertTrue(dockerignore_allows(src), "%s is in .dockerignore" % src)
+        self.assertFalse(dockerignore_allows("build/src/app/gpufair"))
+        self.assertFalse(dockerignore_allows(".git/config"))
+
+    def test_probe_is_executable(self):
+        probe = os.path.join(ROOT, "deploy", "image", "gpufair-probe")
+        self.assertTrue(os.access(probe, os.X_OK))
+
+
+@unittest.skipUnless(BINARY, "GPUFAIR_BINARY is not set (ctest sets it)")
+class RuntimeLibrariesTest(unittest.TestCase):
+    def test_every_linked_library_is_installed_and_nothing_else(self):
+        listed = runtime_packages()
+        needed = {}
+        libs = linked_libraries(BINARY)
+        owners = owning_packages(libs)
+        for lib in libs:
+            self.assertIn(lib, owners, "no Debian package ships %s" % lib)
+            needed.setdefault(owners[lib], []).append(lib)
+        missing = sorted("%s (for %s)" % (p, ", ".join(libs)) for p, libs in needed.items()
+                         if p not in listed)
+        self.assertEqual(missing, [], "add to RUNTIME_PACKAGES in the Dockerfile")
+        unneeded = sorted(p for p in listed if p not in needed and p not in EXTRA_RUNTIME)
+        self.assertEqual(unneeded, [], "the binary doesn't link these; drop them")
+
+    def test_listed_packages_exist_in_debian(self):
+        known = subprocess.run(["apt-cache", "show", "libc6"], capture_output=True)
+        if known.returncode != 0:
+            self.skipTest("apt-cache has no package lists here (run apt-get update)")
+        listed = sorted(runtime_packages())
+        if subprocess.run(["apt-cache", "show"] + listed, capture_output=True).returncode == 0:
+            return
+        for pkg in listed:
+            with self.subTest(pkg):
+                out = subprocess.run(["apt-cache", "show", pkg], capture_output=True, text=True)
+                self.assertEqual(out.returncode, 0, "%s: not a Debian package" % pkg)
+
+
+if __name__ == "__main__":
+    unittest.main()
