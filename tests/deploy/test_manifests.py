@@ -204,5 +204,98 @@ class AgreementTest(unittest.TestCase):
         self.assertNotIn(NAMESPACE, text)
 
 
+def by_kind(objects, kind):
+    return [o for o in objects if o["kind"] == kind]
+
+
+class ConsistencyTest(unittest.TestCase):
+    """The objects agree with each other: ports, names, the scheduler configuration."""
+
+    def object_sets(self):
+        yield "deploy/manifests", [o for _, o in manifest_objects()]
+        for variant in VALUE_VARIANTS:
+            yield "chart " + variant, [o for _, o in render(variant)]
+
+    def test_scheduler_and_extender_meet_on_loopback(self):
+        for label, objects in self.object_sets():
+            with self.subTest(label):
+                deployment = by_kind(objects, "Deployment")[0]
+                ns = deployment["metadata"]["namespace"]
+                spec = deployment["spec"]["template"]["spec"]
+                containers = {c["name"]: c for c in spec["containers"]}
+                self.assertEqual(set(containers), {"kube-scheduler", "gpufair"})
+                args = dict(a[2:].split("=", 1) for a in containers["gpufair"]["args"][1:])
+                host, port = args["listen"].rsplit(":", 1)
+                self.assertEqual(host, "127.0.0.1", "webhooks on loopback only")
+                self.assertEqual(args["namespace"], ns)
+                tls = "tls-cert" in args
+                config_map = next(o for o in by_kind(objects, "ConfigMap")
+                                  if "scheduler-config.yaml" in o["data"])
+                config = yaml.safe_load(config_map["data"]["scheduler-config.yaml"])
+                self.assertEqual(config["apiVersion"], "kubescheduler.config.k8s.io/v1")
+                self.assertEqual(config["kind"], "KubeSchedulerConfiguration")
+                self.assertEqual(config["percentageOfNodesToScore"], 100)
+                self.assertEqual(config["leaderElection"]["resourceNamespace"], ns)
+                self.assertEqual([p["schedulerName"] for p in config["profiles"]], ["gpufair"])
+                [extender] = config["extenders"]
+                self.assertEqual(extender["urlPrefix"], "%s://127.0.0.1:%s" % (
+                    "https" if tls else "http", port))
+                self.assertEqual((extender["filterVerb"], extender["prioritizeVerb"],
+                                  extender["preemptVerb"], extender["bindVerb"]),
+                                 ("filter", "prioritize", "preempt", "bind"))
+                self.assertIs(extender["nodeCacheCapable"], True)
+                self.assertIs(extender["ignorable"], False)
+                self.assertIs(extender["enableHTTPS"], tls)
+                for resource in extender.get("managedResources", []):
+                    self.assertIs(resource.get("ignoredByScheduler"), False, resource)
+                if tls:
+                    files = extender["tlsConfig"]
+                    self.assertEqual(files["certFile"], args["tls-cert"])
+                    self.assertEqual(files["keyFile"], args["tls-key"])
+                # kube-scheduler reads the configuration where the ConfigMap is mounted.
+                flag = next(a for a in containers["kube-scheduler"]["command"]
+                            if a.startswith("--config="))
+                mounts = {m["name"]: m["mountPath"]
+                          for m in containers["kube-scheduler"]["volumeMounts"]}
+                volumes = {v["name"]: v for v in spec["volumes"]}
+                self.assertEqual(flag, "--config=%s/scheduler-config.yaml" %
+                                 mounts["scheduler-config"])
+                self.assertEqual(volumes["scheduler-config"]["configMap"]["name"],
+                                 config_map["metadata"]["name"])
+                # The probes ask gpufair's own health endpoints, on its port.
+                for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe",
+                                                                    "/readyz")):
+                    command = containers["gpufair"][probe]["exec"]["command"]
+                    self.assertEqual(command[0], "gpufair-probe")
+                    self.assertEqual(command[1], "%s://127.0.0.1:%s%s" % (
+                        "https" if tls else "http", port, path))
+
+    def test_metrics_are_reachable_through_the_service(self):
+        for label, objects in self.object_sets():
+            services = by_kind(objects, "Service")
+            if not services:
+                continue
+            with self.subTest(label):
+                deployment = by_kind(objects, "Deployment")[0]
+                pod = deployment["spec"]["template"]
+                gpufair = next(c for c in pod["spec"]["containers"] if c["name"] == "gpufair")
+                ports = {p["name"]: p["containerPort"] for p in gpufair["ports"]}
+                args = dict(a[2:].split("=", 1) for a in gpufair["args"][1:])
+                self.assertEqual(args["metrics-listen"], "0.0.0.0:%d" % ports["metrics"])
+                [service] = services
+                [port] = service["spec"]["ports"]
+                self.assertEqual((port["name"], port["targetPort"]), ("metrics", "metrics"))
+                labels = pod["metadata"]["labels"]
+                for k, v in service["spec"]["selector"].items():
+                    self.assertEqual(labels.get(k), v)
+                for monitor in by_kind(objects, "ServiceMonitor"):
+                    for k, v in monitor["spec"]["selector"]["matchLabels"].items():
+                        self.assertEqual(service["metadata"]["labels"].get(k), v)
+                    self.assertEqual(monitor["spec"]["endpoints"][0]["port"], "metrics")
+                for pdb in by_kind(objects, "PodDisruptionBudget"):
+                    for k, v in pdb["spec"]["selector"]["matchLabels"].items():
+                        self.assertEqual(labels.get(k), v)
+
+
 if __name__ == "__main__":
     unittest.main()
