@@ -1,6 +1,8 @@
 """The deployment against the gpufair binary it deploys: quota ConfigMaps pass `gpufair validate`,
 the Deployment passes only flags `gpufair serve` knows, the chart's scorer list is the binary's,
 versions agree, and gpufair-probe reads the real health endpoints."""
+import glob
+import json
 import os
 import re
 import shutil
@@ -9,6 +11,7 @@ import subprocess
 import tempfile
 import time
 import unittest
+import urllib.request
 
 import yaml
 
@@ -112,6 +115,102 @@ class BinaryTest(unittest.TestCase):
                 self.assertIn("ghcr.io/gpufair/gpufair:" + project, images)
 
 
+class serving:
+    """`gpufair serve` on the example cluster, on a free loopback port; yields its base URL."""
+
+    def __enter__(self):
+        self.server = subprocess.Popen(
+            [BINARY, "serve", "--cluster", os.path.join(EXAMPLES, "cluster-4x10.yaml"),
+             "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            line = self.server.stdout.readline()
+            m = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
+            if m:
+                return m.group(1)
+            if not line and self.server.poll() is not None:
+                break
+        self.__exit__()
+        raise AssertionError("gpufair serve did not say where it listens")
+
+    def __exit__(self, *exc):
+        self.server.send_signal(signal.SIGTERM)
+        self.server.wait(timeout=30)
+        self.server.stdout.close()
+        return False
+
+
+def example_pods():
+    """The pods the examples create: Pods as they are, Jobs as their first pod."""
+    pods = []
+    for path in sorted(glob.glob(os.path.join(EXAMPLES, "*.yaml"))):
+        with open(path) as f:
+            docs = [d for d in yaml.safe_load_all(f) if isinstance(d, dict)]
+        for doc in docs:
+            if doc.get("kind") == "Pod":
+                pod = dict(doc)
+            elif doc.get("kind") == "Job":
+                template = doc["spec"]["template"]
+                pod = {"apiVersion": "v1", "kind": "Pod",
+                       "metadata": dict(template.get("metadata") or {},
+                                        name=doc["metadata"]["name"] + "-0",
+                                        namespace=doc["metadata"]["namespace"]),
+                       "spec": template["spec"]}
+            else:
+                continue
+            if "nodeName" in pod.get("spec", {}):
+                continue  # running pods of the example cluster
+            pod["metadata"] = dict(pod["metadata"], uid="uid-" + pod["metadata"]["name"])
+            pods.append((os.path.basename(path), pod))
+    return pods
+
+
+def post(url, body):
+    request = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+@unittest.skipUnless(BINARY, "GPUFAIR_BINARY is not set (ctest sets it)")
+class ExamplesTest(unittest.TestCase):
+    def test_example_workloads_schedule_on_the_example_cluster(self):
+        """Each example's pod, offered as kube-scheduler would, fits the 4x10-GPU cluster with
+        room in its queue: gpufair reads its GPU request or fraction and its namespace."""
+        pods = example_pods()
+        self.assertEqual(sorted({f for f, _ in pods}), [
+            "notebook-fractional-gpu.yaml", "team-a-gang.yaml", "team-a-training-job.yaml",
+            "team-b-gang.yaml", "team-b-training-job.yaml"])
+        nodes = ["gpu-node-%d" % i for i in range(1, 5)]
+        with serving() as url:
+            for source, pod in pods:
+                with self.subTest(source):
+                    spec = pod["spec"]
+                    self.assertEqual(spec["schedulerName"], "gpufair")
+                    verdict = post(url + "/filter", {"Pod": pod, "NodeNames": nodes})
+                    self.assertFalse(verdict.get("Error"), verdict)
+                    self.assertTrue(verdict.get("NodeNames"), verdict)
+                    fit = verdict["NodeNames"]
+                    scores = post(url + "/prioritize", {"Pod": pod, "NodeNames": fit})
+                    self.assertEqual(sorted(s["Host"] for s in scores), sorted(fit))
+                    self.assertEqual(max(s["Score"] for s in scores), 10)
+
+    def test_gang_examples_carry_the_gang_contract(self):
+        for source, pod in example_pods():
+            labels = pod["metadata"].get("labels") or {}
+            if "gang" not in source:
+                self.assertNotIn("gpufair.io/gang", labels)
+                continue
+            with self.subTest(source):
+                size = int(pod["metadata"]["annotations"]["gpufair.io/gang-size"])
+                self.assertTrue(labels["gpufair.io/gang"])
+                with open(os.path.join(EXAMPLES, source)) as f:
+                    job = next(d for d in yaml.safe_load_all(f) if d["kind"] == "Job")
+                self.assertEqual(job["spec"]["parallelism"], size)
+                self.assertEqual(job["spec"]["completions"], size)
+
+
 @unittest.skipUnless(BINARY, "GPUFAIR_BINARY is not set (ctest sets it)")
 class ProbeTest(unittest.TestCase):
     def probe(self, *args):
@@ -120,20 +219,7 @@ class ProbeTest(unittest.TestCase):
                               env=env)
 
     def test_probe_against_gpufair(self):
-        server = subprocess.Popen(
-            [BINARY, "serve", "--cluster", os.path.join(EXAMPLES, "cluster-4x10.yaml"),
-             "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True)
-        try:
-            url = None
-            deadline = time.time() + 30
-            while url is None and time.time() < deadline:
-                line = server.stdout.readline()
-                m = re.search(r"on (http://127\.0\.0\.1:\d+)", line)
-                url = m.group(1) if m else None
-                if not line and server.poll() is not None:
-                    break
-            self.assertIsNotNone(url, "gpufair serve did not say where it listens")
+        with serving() as url:
             cases = [("/healthz", 0), ("/readyz", 0), ("/no-such-path", 1)]
             for path, want in cases:
                 with self.subTest(path):
@@ -141,10 +227,6 @@ class ProbeTest(unittest.TestCase):
                     self.assertEqual(out.returncode, want, out.stderr)
                     if want:
                         self.assertIn("404", out.stderr)
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=30)
-            server.stdout.close()
         out = self.probe(url + "/healthz")  # nothing listens any more
         self.assertEqual(out.returncode, 1)
 
