@@ -25,9 +25,10 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
  && /build/src/app/gpufair version
 
 FROM ${DEBIAN_IMAGE}
-# Shared libraries of the binary (ldd), by Debian package; openssl is for gpufair-probe's https
+# The shared libraries the binary needs (objdump -p: NEEDED), by Debian package; what those
+# need in turn comes with them as apt dependencies. openssl is for gpufair-probe's https
 # probes (openssl s_client), bash and coreutils (timeout, head, cut) are already in the base.
-ARG RUNTIME_PACKAGES="libc6 libgcc-s1 libstdc++6 zlib1g libbrotli1 libssl3 libfmt9 \
+ARG RUNTIME_PACKAGES="libc6 libgcc-s1 libstdc++6 libssl3 libfmt9 \
   libspdlog1.10 libyaml-cpp0.7 libsimdjson14 libcpprest2.10 \
   libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 openssl"
 RUN apt-get update -qq \

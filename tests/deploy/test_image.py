@@ -78,15 +78,37 @@ def owning_packages(libs):
 
 
 def linked_libraries(binary):
+    """(directly needed library paths, all library paths) of a binary, from objdump and ldd."""
     out = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
-    libs = []
+    by_soname = {}
     for line in out.splitlines():
-        m = re.search(r"=>\s+(/\S+)", line) or re.match(r"\s*(/\S+)\s+\(", line)
-        if m:
-            libs.append(m.group(1))
-        elif "not found" in line:
+        if "not found" in line:
             raise AssertionError("ldd: " + line.strip())
-    return libs
+        m = re.match(r"\s*(\S+)\s+=>\s+(/\S+)", line)
+        if m:
+            by_soname[m.group(1)] = m.group(2)
+    dump = subprocess.run(["objdump", "-p", binary], capture_output=True, text=True,
+                          check=True).stdout
+    direct = [by_soname[n] for n in re.findall(r"^\s*NEEDED\s+(\S+)", dump, re.M)]
+    return direct, sorted(by_soname.values())
+
+
+def apt_closure(packages):
+    """The packages apt installs for `packages` (Depends and Pre-Depends, recursively), or None
+    without apt package lists."""
+    out = subprocess.run(["apt-cache", "depends", "--recurse", "--no-recommends",
+                          "--no-suggests", "--no-conflicts", "--no-breaks", "--no-replaces",
+                          "--no-enhances"] + sorted(packages), capture_output=True, text=True)
+    if out.returncode != 0:
+        return None
+    closure = set(packages)
+    for line in out.stdout.splitlines():
+        m = re.match(r"\s+\|?(?:Pre)?Depends:\s+<?([^\s>:]+)", line)
+        if m:
+            closure.add(m.group(1))
+        elif not line.startswith(" "):
+            closure.add(line.strip())
+    return closure
 
 
 def dockerignore_allows(path):
@@ -158,17 +180,25 @@ class DockerfileTest(unittest.TestCase):
 class RuntimeLibrariesTest(unittest.TestCase):
     def test_every_linked_library_is_installed_and_nothing_else(self):
         listed = runtime_packages()
-        needed = {}
-        libs = linked_libraries(BINARY)
-        owners = owning_packages(libs)
-        for lib in libs:
+        direct, everything = linked_libraries(BINARY)
+        owners = owning_packages(everything)
+        for lib in everything:
             self.assertIn(lib, owners, "no Debian package ships %s" % lib)
+        needed = {}
+        for lib in direct:
             needed.setdefault(owners[lib], []).append(lib)
         missing = sorted("%s (for %s)" % (p, ", ".join(libs)) for p, libs in needed.items()
                          if p not in listed)
         self.assertEqual(missing, [], "add to RUNTIME_PACKAGES in the Dockerfile")
         unneeded = sorted(p for p in listed if p not in needed and p not in EXTRA_RUNTIME)
-        self.assertEqual(unneeded, [], "the binary doesn't link these; drop them")
+        self.assertEqual(unneeded, [], "the binary doesn't link these directly; drop them")
+        closure = apt_closure(listed)
+        if closure is None:
+            self.skipTest("apt-cache has no package lists here (run apt-get update)")
+        # Libraries of libraries (brotli, zlib, ...) come in as apt dependencies.
+        stray = sorted("%s (%s)" % (owners[lib], lib) for lib in everything
+                       if owners[lib] not in closure)
+        self.assertEqual(stray, [], "linked, but no listed package depends on them")
 
     def test_listed_packages_exist_in_debian(self):
         known = subprocess.run(["apt-cache", "show", "libc6"], capture_output=True)
