@@ -262,6 +262,13 @@ class ConsistencyTest(unittest.TestCase):
                                  mounts["scheduler-config"])
                 self.assertEqual(volumes["scheduler-config"]["configMap"]["name"],
                                  config_map["metadata"]["name"])
+                # No mount inside another: a read-only ConfigMap or Secret volume can't take the
+                # mount point of a second one.
+                for c in containers.values():
+                    paths = [m["mountPath"].rstrip("/") + "/" for m in c.get("volumeMounts", [])]
+                    for a in paths:
+                        for b in paths:
+                            self.assertFalse(a != b and b.startswith(a), (c["name"], a, b))
                 # The probes ask gpufair's own health endpoints, on its port.
                 for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe",
                                                                     "/readyz")):

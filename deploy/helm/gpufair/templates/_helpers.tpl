@@ -31,7 +31,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/* Where the scheduler configuration and the TLS files are mounted. */}}
-{{- define "gpufair.configDir" -}}/etc/gpufair{{- end -}}
+{{- define "gpufair.configDir" -}}/etc/gpufair/config{{- end -}}
 {{- define "gpufair.tlsDir" -}}/etc/gpufair/tls{{- end -}}
 
 {{/* The webhooks' scheme: https when TLS is enabled. */}}
