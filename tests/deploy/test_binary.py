@@ -255,26 +255,31 @@ class ProbeTest(unittest.TestCase):
             cert(other, "someone-else")
             # openssl s_server -www answers "GET /" with 200 and requires a client certificate
             # signed by ca.crt, as gpufair does with --client-ca.
-            with socket_port() as port:
-                server = subprocess.Popen(
-                    ["openssl", "s_server", "-quiet", "-accept", "127.0.0.1:%d" % port, "-www",
-                     "-cert", os.path.join(good, "tls.crt"), "-key",
-                     os.path.join(good, "tls.key"), "-Verify", "1", "-CAfile",
-                     os.path.join(good, "ca.crt")],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                url = "https://127.0.0.1:%d/" % port
-                out = None
-                for _ in range(50):  # until s_server listens
-                    out = self.probe(url, good)
-                    if out.returncode == 0:
-                        break
-                    time.sleep(0.1)
-                self.assertEqual(out.returncode, 0, out.stderr)
-                self.assertEqual(self.probe(url, other).returncode, 1)  # untrusted both ways
-            finally:
-                server.terminate()
-                server.wait(timeout=30)
+            for _ in range(3):  # another test may take the free port first: try a new one
+                with socket_port() as port:
+                    server = subprocess.Popen(
+                        ["openssl", "s_server", "-quiet", "-accept", "127.0.0.1:%d" % port,
+                         "-www", "-cert", os.path.join(good, "tls.crt"), "-key",
+                         os.path.join(good, "tls.key"), "-Verify", "1", "-CAfile",
+                         os.path.join(good, "ca.crt")],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                try:
+                    url = "https://127.0.0.1:%d/" % port
+                    out = None
+                    for _ in range(50):  # until s_server listens
+                        out = self.probe(url, good)
+                        if out.returncode == 0 or server.poll() is not None:
+                            break
+                        time.sleep(0.1)
+                    if server.poll() is not None:
+                        continue  # it could not listen there
+                    self.assertEqual(out.returncode, 0, out.stderr)
+                    self.assertEqual(self.probe(url, other).returncode, 1)  # untrusted
+                    return
+                finally:
+                    server.terminate()
+                    server.wait(timeout=30)
+            self.fail("openssl s_server found no free port")
 
 
 class socket_port:
