@@ -205,6 +205,10 @@ class RuntimeLibrariesTest(unittest.TestCase):
         if known.returncode != 0:
             self.skipTest("apt-cache has no package lists here (run apt-get update)")
         listed = sorted(runtime_packages())
+        # What the final stage's apt-get install does, simulated: every package resolves.
+        simulated = subprocess.run(["apt-get", "install", "-s", "-qq", "--no-install-recommends"]
+                                   + listed, capture_output=True, text=True)
+        self.assertEqual(simulated.returncode, 0, simulated.stderr)
         if subprocess.run(["apt-cache", "show"] + listed, capture_output=True).returncode == 0:
             return
         for pkg in listed:
