@@ -3,12 +3,15 @@ and a runtime package list equal to what the built gpufair binary links (ldd + d
 import fnmatch
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 from deploy_support import ROOT
 
 BINARY = os.environ.get("GPUFAIR_BINARY", "")
+BUILD_DIR = os.environ.get("GPUFAIR_BUILD_DIR", "")
 DOCKERFILE = os.path.join(ROOT, "Dockerfile")
 
 # Packages the final stage may list although the binary doesn't link them, and why.
@@ -171,9 +174,76 @@ class DockerfileTest(unittest.TestCase):
         self.assertFalse(dockerignore_allows("build/src/app/gpufair"))
         self.assertFalse(dockerignore_allows(".git/config"))
 
+    def test_build_stage_configures_from_what_it_copies(self):
+        """CMake configures the Release build from only the files the build stage copies, so the
+        image build doesn't depend on anything .dockerignore leaves out."""
+        if not shutil.which("cmake") or not shutil.which("ninja"):
+            self.skipTest("cmake or ninja is not installed")
+        _, stages = dockerfile()
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "src")
+            os.makedirs(src)
+            for op, rest in stages[0]["instructions"]:
+                if op != "COPY":
+                    continue
+                *sources, dest = rest.split()
+                for item in sources:
+                    target = os.path.join(src, dest.rstrip("/").lstrip("./"),
+                                          os.path.basename(item)) if dest.endswith("/") and \
+                        dest != "./" else os.path.join(src, dest if dest != "./" else item)
+                    if os.path.isdir(os.path.join(ROOT, item)):
+                        shutil.copytree(os.path.join(ROOT, item), target)
+                    else:
+                        os.makedirs(os.path.dirname(target), exist_ok=True)
+                        shutil.copy(os.path.join(ROOT, item), target)
+            build = os.path.join(tmp, "build")
+            out = subprocess.run(["cmake", "-S", src, "-B", build, "-G", "Ninja",
+                                  "-DCMAKE_BUILD_TYPE=Release", "-DGPUFAIR_BUILD_TESTS=OFF",
+                                  "-DGPUFAIR_BUILD_BENCH=OFF"], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            targets = subprocess.run(["ninja", "-C", build, "-t", "targets", "all"],
+                                     capture_output=True, text=True).stdout
+            self.assertRegex(targets, r"(?m)^src/app/gpufair: ")
+
     def test_probe_is_executable(self):
         probe = os.path.join(ROOT, "deploy", "image", "gpufair-probe")
         self.assertTrue(os.access(probe, os.X_OK))
+
+
+def copied_paths():
+    """Source-tree paths the build stage copies (files or directories)."""
+    _, stages = dockerfile()
+    paths = []
+    for op, rest in stages[0]["instructions"]:
+        if op == "COPY" and "--from=" not in rest:
+            paths += [p for p in rest.split() if not p.startswith("--")][:-1]
+    return paths
+
+
+@unittest.skipUnless(BUILD_DIR and shutil.which("ninja"), "GPUFAIR_BUILD_DIR is not set")
+class BuildContextTest(unittest.TestCase):
+    def test_every_file_compiled_into_gpufair_is_copied(self):
+        """From the build's own dependency records (ninja -t inputs, -t deps): every source and
+        header of the project that goes into gpufair is in a path the build stage copies."""
+        inputs = subprocess.run(["ninja", "-C", BUILD_DIR, "-t", "inputs", "src/app/gpufair"],
+                                capture_output=True, text=True, check=True).stdout.split()
+        objects = [i for i in inputs if i.endswith(".o")]
+        self.assertGreater(len(objects), 10)
+        deps = subprocess.run(["ninja", "-C", BUILD_DIR, "-t", "deps"] + objects,
+                              capture_output=True, text=True, check=True).stdout
+        files = set()
+        for line in deps.splitlines():
+            if line.startswith((" ", "\t")):
+                path = os.path.normpath(os.path.join(BUILD_DIR, line.strip()))
+                if path.startswith(ROOT + os.sep) and not path.startswith(
+                        os.path.abspath(BUILD_DIR) + os.sep):
+                    files.add(os.path.relpath(path, ROOT))
+        self.assertTrue(any(f.startswith("include/") for f in files), sorted(files)[:5])
+        copied = copied_paths()
+        outside = sorted(f for f in files
+                         if not any(f == c or f.startswith(c.rstrip("/") + "/") for c in copied)
+                         or not dockerignore_allows(f))
+        self.assertEqual(outside, [], "compiled into gpufair but not in the image's build stage")
 
 
 @unittest.skipUnless(BINARY, "GPUFAIR_BINARY is not set (ctest sets it)")
