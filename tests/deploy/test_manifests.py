@@ -277,6 +277,27 @@ class ConsistencyTest(unittest.TestCase):
                     self.assertEqual(command[1], "%s://127.0.0.1:%s%s" % (
                         "https" if tls else "http", port, path))
 
+    def test_pods_meet_the_restricted_pod_security_standard(self):
+        for label, objects in self.object_sets():
+            with self.subTest(label):
+                spec = by_kind(objects, "Deployment")[0]["spec"]["template"]["spec"]
+                self.assertIs(spec["securityContext"]["runAsNonRoot"], True)
+                self.assertNotEqual(spec["securityContext"].get("runAsUser"), 0)
+                self.assertEqual(spec["securityContext"]["seccompProfile"]["type"],
+                                 "RuntimeDefault")
+                for field in ("hostNetwork", "hostPID", "hostIPC"):
+                    self.assertFalse(spec.get(field), field)
+                for volume in spec["volumes"]:
+                    self.assertFalse("hostPath" in volume, volume)
+                for c in spec["containers"]:
+                    sc = c["securityContext"]
+                    self.assertIs(sc["allowPrivilegeEscalation"], False, c["name"])
+                    self.assertEqual(sc["capabilities"]["drop"], ["ALL"], c["name"])
+                    self.assertFalse(sc.get("privileged"), c["name"])
+                    self.assertIs(sc["readOnlyRootFilesystem"], True, c["name"])
+                    self.assertIn("memory", c["resources"]["limits"], c["name"])
+                    self.assertIn("cpu", c["resources"]["requests"], c["name"])
+
     def test_metrics_are_reachable_through_the_service(self):
         for label, objects in self.object_sets():
             services = by_kind(objects, "Service")
