@@ -335,9 +335,7 @@ class Renderer:
         for n, cmd in enumerate(cmds):
             value = self.command(cmd, dot, scope, where, value if n > 0 else _NONE)
         if decl:
-            names, op = decl
-            if op == "assign" and names[0] not in scope:
-                raise TemplateError("%s: %s is not declared" % (where, names[0]))
+            names, _ = decl
             scope[names[-1]] = value
         return value
 

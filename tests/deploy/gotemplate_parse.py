@@ -109,7 +109,12 @@ class Parser:
             if self.peek(1)[0] == "comma" and self.peek(2)[0] == "var":
                 names.append(self.peek(2)[1])
                 k = 3
-            if self.peek(k)[0] in ("declare", "assign"):
+            if self.peek(k)[0] == "assign":
+                # Go assigns to the variable of an enclosing block; helmlite's block scopes are
+                # copies, so it would silently differ: refuse rather than guess.
+                raise TemplateError("%s: assignment with = is outside helmlite's subset (use :=)"
+                                    % self.where)
+            if self.peek(k)[0] == "declare":
                 decl = (names, self.peek(k)[0])
                 self.i += k + 1
         cmds = [self.command()]

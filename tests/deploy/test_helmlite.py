@@ -89,6 +89,8 @@ class RefusalTest(unittest.TestCase):
         ("printing a map", "{{ .Values.m }}", {"m": {"a": 1}}, "use toYaml"),
         ("include of an unknown template", "{{ include \"nope\" . }}", {}, "no template"),
         ("malformed action", "{{ .Values.x ", {}, "malformed"),
+        ("assignment to an outer variable", "{{ $x := 1 }}{{ if true }}{{ $x = 2 }}{{ end }}", {},
+         "assignment with ="),
     ]
 
     def test_cases(self):
