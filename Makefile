@@ -53,3 +53,12 @@ tidy: $(BUILD)/build.ninja
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-bench
+
+# The deployment checks (tests/deploy: YAML, JSON Schema, the probe's TLS path) need these too.
+DEB_PACKAGES += python3 python3-yaml python3-jsonschema openssl
+
+# The container image (Dockerfile), on a host with a Docker engine: make image IMAGE=repo/name:tag
+IMAGE ?= ghcr.io/gpufair/gpufair:$(shell sed -n 's/^project.gpufair VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+.PHONY: image
+image:
+	docker build -t $(IMAGE) .
