@@ -246,8 +246,13 @@ class ConsistencyTest(unittest.TestCase):
                 self.assertIs(extender["nodeCacheCapable"], True)
                 self.assertIs(extender["ignorable"], False)
                 self.assertIs(extender["enableHTTPS"], tls)
+                # kube-scheduler must still check whole GPUs itself; a GPU share is an extended
+                # resource no node advertises, which only gpufair may account for.
+                expected = {"nvidia.com/gpu": False, "gpufair.io/gpu-milli": True}
                 for resource in extender.get("managedResources", []):
-                    self.assertIs(resource.get("ignoredByScheduler"), False, resource)
+                    self.assertIn(resource["name"], expected, resource)
+                    self.assertIs(resource.get("ignoredByScheduler"), expected[resource["name"]],
+                                  resource)
                 if tls:
                     files = extender["tlsConfig"]
                     self.assertEqual(files["certFile"], args["tls-cert"])
