@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include <gmock/gmock.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -34,7 +36,10 @@ Outcome run(std::vector<std::string> args) {
 class SimulateCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/simulate_cli";
+    // One folder per process and test: several builds (or a repeated test) may run at once.
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = ::testing::TempDir() + "/simulate_cli." + std::to_string(::getpid()) + "." +
+           info->name();
     std::filesystem::create_directories(dir_);
     nodes_ = dir_ + "/nodes.csv";
     pods_ = dir_ + "/pods.csv";
@@ -43,6 +48,10 @@ class SimulateCli : public ::testing::Test {
     std::ofstream(pods_) << "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
                             "p0,8000,16384,1,1000,\np1,4000,8192,1,500,\np2,16000,65536,4,1000,\n"
                             "p3,2000,4096,0,0,\np4,6000,12288,1,250,T4\n";
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
   }
   std::vector<std::string> csv(std::vector<std::string> more) const {
     std::vector<std::string> a{"--nodes", nodes_, "--pods", pods_, "--quiet"};
