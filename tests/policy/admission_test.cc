@@ -217,6 +217,40 @@ INSTANTIATE_TEST_SUITE_P(
                       ""}),
     [](const auto& info) { return info.param.name; });
 
+// The idle-GPU problem of issue 4: 4 nodes x 10 GPUs, team-a and team-b deserve 20 each. While
+// team-b is idle team-a may borrow all of it; once team-b waits for 8, team-a's fair share drops to
+// 32 and it cannot take GPUs that team-b's work needs.
+TEST(AdmissionFairShare, FollowsTheOtherQueuesDemand) {
+  const std::vector<Node> nodes{MakeNode("n1").gpus(10), MakeNode("n2").gpus(10),
+                                MakeNode("n3").gpus(10), MakeNode("n4").gpus(10)};
+  const std::vector<QueueQuota> queues{MakeQueue("team-a").deserved(20),
+                                       MakeQueue("team-b").deserved(20)};
+  std::vector<Pod> running;
+  for (int i = 1; i <= 3; ++i) {
+    Pod p = MakePod("team-a", "a" + std::to_string(i)).gpus(10).on("n" + std::to_string(i));
+    if (i == 3) p = MakePod("team-a", "a3").gpus(10).on("n3").overQuota();
+    running.push_back(p);
+  }
+  running.push_back(MakePod("team-a", "a4").gpus(2).on("n4").overQuota());
+  const Pod more = MakePod("team-a", "more").gpus(8);
+
+  auto idle = testing::snapshotOf(nodes, running, queues);
+  Admission a = admit(*idle, testing::resolved(*idle, more));
+  EXPECT_TRUE(a.status.isOk()) << a.status.reason();
+  EXPECT_TRUE(a.overQuota);
+  EXPECT_EQ(fairShareCounting(*idle, testing::resolved(*idle, more)), testing::gpus(40));
+
+  running.push_back(MakePod("team-b", "b").gpus(8));
+  auto busy = testing::snapshotOf(nodes, running, queues);
+  EXPECT_EQ(busy->findQueue("team-b")->fairShare, testing::gpus(8));
+  a = admit(*busy, testing::resolved(*busy, more));
+  EXPECT_EQ(a.status.code(), Code::kUnschedulable);
+  EXPECT_EQ(a.status.reason(),
+            "queue team-a would use 40 GPUs; deserved 20, fair share 32, no limit");
+  // team-b is within its deserved quota: always admitted (reclaim or preemption makes room).
+  EXPECT_TRUE(admit(*busy, testing::resolved(*busy, MakePod("team-b", "b").gpus(8))).status.isOk());
+}
+
 // What-if admission on a copy: once a plan frees team-a's borrowed GPUs, team-b borrows.
 TEST(AdmitAfter, DecidesOnQueuesAsAPlanLeavesThem) {
   auto snap =
