@@ -134,12 +134,16 @@ Response ExtenderService::preempt(std::string_view body) {
   }
   policy::PreemptionPlan plan = policy::planPreemption(*snapshot, args.pod, proposed);
 
+  // kube-scheduler proposes up to ~100 candidate nodes: one info line, each node at debug.
   for (const auto& dropped : plan.dropped) {
-    spdlog::info("preempt {} (queue {}{}): not on node {}: {}", args.pod.key(), args.pod.queue,
-                 plan.preemptorBorrowing ? ", borrowing" : "", dropped.node, dropped.reason);
+    spdlog::debug("preempt {}: node {} dropped: {}", args.pod.key(), dropped.node, dropped.reason);
   }
-  spdlog::debug("preempt {}: {} of {} proposed nodes kept", args.pod.key(), plan.nodes.size(),
-                proposed.size());
+  if (!plan.dropped.empty()) {
+    spdlog::info("preempt {} (queue {}{}): {} of {} proposed nodes dropped, e.g. {}: {}",
+                 args.pod.key(), args.pod.queue, plan.preemptorBorrowing ? ", borrowing" : "",
+                 plan.dropped.size(), proposed.size(), plan.dropped.front().node,
+                 plan.dropped.front().reason);
+  }
   std::vector<std::pair<std::string, MetaVictims>> kept;
   kept.reserve(plan.nodes.size());
   for (auto& node : plan.nodes) {
