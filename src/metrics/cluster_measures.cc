@@ -18,6 +18,7 @@ QueueMeasure measureQueue(const policy::QueueState& queue) {
   m.overQuota = gpus(queue.overQuota);
   m.pending = gpus(queue.pending);
   m.pendingPods = queue.pendingPods;
+  m.fairShare = gpus(queue.fairShare);
   return m;
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "gpufair/metrics/cluster_measures.h"
 #include "gpufair/metrics/metrics_server.h"
 
 #include "exposition.h"
@@ -84,6 +85,20 @@ TEST(Metrics, SnapshotValuesWithLabels) {
     ASSERT_TRUE(m.value(c.series).has_value()) << c.series << " missing";
     EXPECT_EQ(*m.value(c.series), c.want) << c.series;
   }
+  // Fair share and the fairness index come from the snapshot's own fair share.
+  const auto snap = smallCluster();
+  double ratios[2];
+  for (int i = 0; i < 2; ++i) {
+    const char* name = i == 0 ? "team-a" : "team-b";
+    const policy::QueueState* q = snap->findQueue(name);
+    ASSERT_NE(q, nullptr);
+    ASSERT_GT(q->fairShare, 0) << name;
+    const std::string series = std::string("gpufair_queue_fair_share_gpus{queue=\"") + name + "\"}";
+    EXPECT_EQ(m.value(series), q->fairShare / 1000.0) << series;
+    ratios[i] = static_cast<double>(q->allocated) / static_cast<double>(q->fairShare);
+  }
+  EXPECT_NEAR(*m.value("gpufair_fairness_index"), jainIndex(ratios), 1e-12);
+  EXPECT_LT(*m.value("gpufair_fairness_index"), 1.0);  // team-b waits, team-a has its share
   // No limit, no series.
   EXPECT_FALSE(m.value(R"(gpufair_queue_limit_gpus{queue="team-b"})").has_value());
 }
