@@ -35,21 +35,33 @@ Found findPod(const policy::ClusterSnapshot& snapshot, std::string_view key) {
   return {};
 }
 
-// "3 nodes: fewer than 4 GPUs free; 1 node: node n4 is unschedulable (cordoned)", most common
-// reasons first, at most three.
+// "3 nodes: fewer than 4 GPUs free; 2 nodes: has 8 GPUs; pod needs 10 GPUs; 1 node: node n4 is
+// unschedulable (cordoned)": reasons that differ only in the node's name are counted together,
+// most common first, at most three groups.
 std::string groupedReasons(const policy::FilterResult& result) {
-  std::map<std::string_view, int> counts;
+  struct Group {
+    int count = 0;
+    std::string_view example;  // as said of one node
+  };
+  std::map<std::string_view, Group> groups;
   for (const auto* verdicts : {&result.unresolvable, &result.failed}) {
-    for (const auto& verdict : *verdicts) ++counts[verdict.reason];
+    for (const auto& verdict : *verdicts) {
+      std::string_view key = verdict.reason;
+      const std::string prefix = "node " + std::string(verdict.node) + " ";
+      if (key.substr(0, prefix.size()) == prefix) key.remove_prefix(prefix.size());
+      Group& group = groups[key];
+      if (group.count++ == 0) group.example = verdict.reason;
+    }
   }
-  std::vector<std::pair<std::string_view, int>> sorted(counts.begin(), counts.end());
+  std::vector<std::pair<std::string_view, Group>> sorted(groups.begin(), groups.end());
   std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+                   [](const auto& a, const auto& b) { return a.second.count > b.second.count; });
   std::string text;
   for (std::size_t i = 0; i < sorted.size() && i < 3; ++i) {
+    const auto& [key, group] = sorted[i];
     if (!text.empty()) text += "; ";
-    text += std::to_string(sorted[i].second) + (sorted[i].second == 1 ? " node: " : " nodes: ") +
-            std::string(sorted[i].first);
+    text += group.count == 1 ? "1 node: " + std::string(group.example)
+                             : std::to_string(group.count) + " nodes: " + std::string(key);
   }
   if (sorted.size() > 3) {
     const std::size_t more = sorted.size() - 3;

@@ -24,19 +24,27 @@ struct HttpReply {
   std::string body;
 };
 
-inline HttpReply httpGet(const std::string& host, int port, const std::string& target) {
+inline HttpReply httpRequest(const std::string& method, const std::string& host, int port,
+                             const std::string& target, const std::string& body = "") {
   namespace http = boost::beast::http;
   boost::asio::io_context io;
   boost::asio::ip::tcp::resolver resolver(io);
   boost::asio::ip::tcp::socket socket(io);
   boost::asio::connect(socket, resolver.resolve(host, std::to_string(port)));
-  http::request<http::empty_body> request(http::verb::get, target, 11);
+  http::request<http::string_body> request(http::string_to_verb(method), target, 11);
   request.set(http::field::host, host);
+  if (!body.empty()) request.set(http::field::content_type, "application/json");
+  request.body() = body;
+  request.prepare_payload();
   http::write(socket, request);
   boost::beast::flat_buffer buffer;
   http::response<http::string_body> response;
   http::read(socket, buffer, response);
   return {static_cast<int>(response.result_int()), response.body()};
+}
+
+inline HttpReply httpGet(const std::string& host, int port, const std::string& target) {
+  return httpRequest("GET", host, port, target);
 }
 
 struct Exposition {
