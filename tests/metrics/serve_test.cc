@@ -133,6 +133,12 @@ TEST_F(ServeTest, MetricsMatchTheSnapshotOfTheExampleCluster) {
     }
     EXPECT_EQ(m.value("gpufair_reclaim_evictions_total" + label), 0) << label;
   }
+  // Fragmentation against the workload the mirror learned from the four GPU pods it has seen (two
+  // running 1-GPU pods, the 4-GPU and the 11-GPU pod, about a quarter each): no 10-GPU node can
+  // take an 11-GPU pod, so that quarter finds all 38 free GPUs unusable; the other shapes fit in
+  // whole free GPUs everywhere.
+  EXPECT_NEAR(*m.value("gpufair_fragmentation_ratio"), 0.25, 0.01);
+  EXPECT_NEAR(*m.value("gpufair_fragmented_gpus"), 38 * 0.25, 0.1);
   const double fairness = *m.value("gpufair_fairness_index");
   EXPECT_GT(fairness, 0);
   EXPECT_LE(fairness, 1);
@@ -258,7 +264,9 @@ TEST_F(ServeTest, TopOnceShowsNodesQueuesAndPendingPods) {
       out, std::regex(R"(team-b/train-bert\s+team-b\s+4\s+it would go to gpu-node-\d)")))
       << out;
   EXPECT_TRUE(std::regex_search(
-      out, std::regex(R"(team-b/too-big\s+team-b\s+11\s+no node fits: 4 nodes: has 10 GPUs; pod needs 11 GPUs\n)")))
+      out,
+      std::regex(
+          R"(team-b/too-big\s+team-b\s+11\s+no node fits: 4 nodes: has 10 GPUs; pod needs 11 GPUs\n)")))
       << out;
 }
 
