@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <iterator>
 #include <mutex>
 
@@ -67,6 +68,9 @@ struct Metrics::Impl {
   // Indexed like kVerbs, the last one for "other".
   std::array<prometheus::Histogram*, std::size(kVerbs) + 1> durationByVerb{};
   std::array<prometheus::Counter*, std::size(kRejectionReasons)> rejectionByReason{};
+  // Request counters by (verb, result) index, "other" last in each; filled on first use.
+  std::array<std::atomic<prometheus::Counter*>, (std::size(kVerbs) + 1) * (std::size(kResults) + 1)>
+      requestByVerbResult{};
 };
 
 Metrics::Metrics(SnapshotSource snapshots) : impl_(std::make_unique<Impl>(std::move(snapshots))) {}
@@ -74,12 +78,22 @@ Metrics::Metrics(SnapshotSource snapshots) : impl_(std::make_unique<Impl>(std::m
 Metrics::~Metrics() = default;
 
 void Metrics::requestObserved(std::string_view verb, std::string_view result, double seconds) {
-  const std::string_view v = bounded(verb, kVerbs);
-  // Family::Add returns the existing counter for known labels; it locks the family briefly.
-  impl_->requests
-      .Add({{"verb", std::string(v)}, {"result", std::string(bounded(result, kResults))}})
-      .Increment();
-  impl_->durationByVerb[indexOf(v, kVerbs)]->Observe(std::max(0.0, seconds));
+  // Indexes into kVerbs and kResults; one past the end stands for "other".
+  const std::size_t v = indexOf(verb, kVerbs);
+  const std::size_t r = indexOf(result, kResults);
+  std::atomic<prometheus::Counter*>& slot =
+      impl_->requestByVerbResult[v * (std::size(kResults) + 1) + r];
+  prometheus::Counter* counter = slot.load(std::memory_order_acquire);
+  if (counter == nullptr) {
+    // First request of this kind: Family::Add returns the one counter for these labels, so
+    // threads racing here store the same pointer.
+    const std::string verbLabel(v < std::size(kVerbs) ? kVerbs[v] : "other");
+    const std::string resultLabel(r < std::size(kResults) ? kResults[r] : "other");
+    counter = &impl_->requests.Add({{"verb", verbLabel}, {"result", resultLabel}});
+    slot.store(counter, std::memory_order_release);
+  }
+  counter->Increment();
+  impl_->durationByVerb[v]->Observe(std::max(0.0, seconds));
 }
 
 void Metrics::filterRejected(std::string_view reason) {
