@@ -270,6 +270,16 @@ TEST_F(ServeTest, TopOnceShowsNodesQueuesAndPendingPods) {
       << out;
 }
 
+TEST_F(ServeTest, TopRefreshesUntilStopped) {
+  ServeProcess top({kBinary, "top", "--url", url(), "--interval", "100ms"});
+  int frames = 0;
+  const std::string second = top.waitFor([&](const std::string& line) {
+    return line.rfind("\x1b[H\x1b[2Jgpufair top - " + url(), 0) == 0 && ++frames == 2;
+  });
+  EXPECT_FALSE(second.empty()) << "fewer than two frames";
+  EXPECT_EQ(top.stop(), 0);  // SIGTERM ends it cleanly, like Ctrl-C
+}
+
 TEST_F(ServeTest, ExplainPrintsTheVerdictOfEveryNode) {
   CommandResult explain = runCommand(kBinary + " explain --url " + url() + " team-b/too-big");
   ASSERT_EQ(explain.exitCode, 0) << explain.output;
