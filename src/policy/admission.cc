@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "gpufair/policy/fair_share.h"
+
 namespace gpufair::policy {
 namespace {
 
@@ -94,7 +96,20 @@ Status fitsCpuMemory(const NodeState& node, const Pod& pod) {
 
 }  // namespace
 
-Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
+namespace {
+
+const QueueState* findIn(std::span<const QueueState> queues, std::string_view name) {
+  for (const QueueState& q : queues) {
+    if (q.quota.name == name) return &q;
+  }
+  return nullptr;
+}
+
+// The queue decision. `fairShareOf` gives the pod's queue fair share with the pod counted; it is
+// asked only for a pod that would borrow.
+template <typename FairShareOf>
+Admission decide(std::span<const QueueState> queues, MilliGpu free, const Pod& pod,
+                 FairShareOf fairShareOf) {
   Admission a;
   a.queue = pod.queue;
   if (pod.gpus == 0) return a;
@@ -105,7 +120,7 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
                                     " names a queue that does not exist");
     return a;
   }
-  const QueueState* q = snapshot.findQueue(pod.queue);
+  const QueueState* q = findIn(queues, pod.queue);
   if (q == nullptr) {
     a.status = Status::unresolvable("queue " + pod.queue + " does not exist");
     return a;
@@ -120,7 +135,7 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
   }
   if (after <= quota.deserved) return a;
 
-  // Borrowing: the part of the request beyond deserved must come from idle GPUs.
+  // Borrowing: only up to the queue's fair share, and only from idle GPUs.
   const MilliGpu borrow = std::min(pod.gpus, after - quota.deserved);
   if (quota.overQuotaWeight <= 0) {
     a.status = Status::unschedulable("queue " + pod.queue + " at " + formatGpus(q->allocated) +
@@ -130,21 +145,28 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
                                      gpus(pod.gpus));
     return a;
   }
+  if (const MilliGpu fairShare = fairShareOf(*q); after > fairShare) {
+    a.status = Status::unschedulable(
+        "queue " + pod.queue + " would use " + gpus(after) + "; deserved " +
+        formatGpus(quota.deserved) + ", fair share " + formatGpus(fairShare) +
+        (quota.limit ? ", limit " + formatGpus(*quota.limit) : std::string(", no limit")));
+    return a;
+  }
   MilliGpu held = 0;
   std::string heldFor;
-  for (const QueueState& other : snapshot.queues()) {
+  for (const QueueState& other : queues) {
     if (other.quota.name == pod.queue) continue;
     if (MilliGpu unmet = other.unmetDeserved(); unmet > 0) {
       held += unmet;
       heldFor += (heldFor.empty() ? "" : ", ") + other.quota.name + " " + formatGpus(unmet);
     }
   }
-  const MilliGpu idle = snapshot.free() > held ? snapshot.free() - held : 0;
+  const MilliGpu idle = free > held ? free - held : 0;
   if (borrow > idle) {
     std::string reason = "queue " + pod.queue + " at " + formatGpus(q->allocated) + "/" +
                          formatGpus(quota.deserved) + " GPUs (deserved) would borrow " +
                          gpus(borrow) + " but only " + gpus(idle) + " are idle (" +
-                         formatGpus(snapshot.free()) + " free";
+                         formatGpus(free) + " free";
     if (held > 0)
       reason += ", " + formatGpus(held) + " held for pending in-quota work of " + heldFor;
     reason += ")";
@@ -153,6 +175,21 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
   }
   a.overQuota = true;
   return a;
+}
+
+}  // namespace
+
+Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
+  return decide(snapshot.queues(), snapshot.free(), pod, [&](const QueueState& q) {
+    const MilliGpu after = q.allocated + pod.gpus;
+    // The pod can only raise its own queue's share: recompute only when the listed one refuses.
+    return after <= q.fairShare ? q.fairShare : fairShareCounting(snapshot, pod);
+  });
+}
+
+Admission admitAfter(std::span<const QueueState> queues, MilliGpu free, const Pod& pod,
+                     MilliGpu fairShare) {
+  return decide(queues, free, pod, [&](const QueueState&) { return fairShare; });
 }
 
 Status fitsNode(const NodeState& node, const Pod& pod) {

@@ -31,50 +31,74 @@ void waterFill(Units amount, std::span<const long double> weights, std::span<con
     return;
   }
   // Entries saturate in the order of room / weight (the level at which each is full).
-  std::sort(active.begin(), active.end(), [&](std::size_t a, std::size_t b) {
-    const long double la = static_cast<long double>(rooms[a]) * weights[b];
-    const long double lb = static_cast<long double>(rooms[b]) * weights[a];
-    return la != lb ? la < lb : a < b;
+  struct Level {
+    long double room;
+    long double weight;
+    std::size_t index;
+  };
+  std::vector<Level> levels;
+  levels.reserve(active.size());
+  for (std::size_t i : active)
+    levels.push_back({static_cast<long double>(rooms[i]), weights[i], i});
+  std::sort(levels.begin(), levels.end(), [](const Level& a, const Level& b) {
+    const long double la = a.room * b.weight;
+    const long double lb = b.room * a.weight;
+    return la != lb ? la < lb : a.index < b.index;
   });
   long double totalWeight = 0;
-  for (std::size_t i : active) totalWeight += weights[i];
+  for (const Level& l : levels) totalWeight += l.weight;
   Units remaining = amount;
   std::size_t first = 0;
-  for (; first < active.size(); ++first) {
-    const std::size_t i = active[first];
+  for (; first < levels.size(); ++first) {
+    const Level& l = levels[first];
     // Full at this level: room <= weight * remaining / totalWeight.
-    if (static_cast<long double>(rooms[i]) * totalWeight >
-        weights[i] * static_cast<long double>(remaining)) {
-      break;
-    }
-    given[i] += rooms[i];
-    remaining -= rooms[i];
-    totalWeight -= weights[i];
+    if (l.room * totalWeight > l.weight * static_cast<long double>(remaining)) break;
+    given[l.index] += rooms[l.index];
+    remaining -= rooms[l.index];
+    totalWeight -= l.weight;
   }
-  // The others share what remains at one level below every room (wanted > amount: some remain).
+  // The others share what remains at one level below every room (wanted > amount: some remain),
+  // so each has room for at least one more unit after its rounded-down part.
   struct Part {
     std::size_t index;
-    Units room;  // left after the rounded-down part
+    Units floor;  // the rounded-down part given
+    Units room;   // left after it
     long double remainder;
   };
   std::vector<Part> parts;
-  parts.reserve(active.size() - first);
+  parts.reserve(levels.size() - first);
+  totalWeight = 0;  // summed afresh: no error carried over from the subtractions
+  for (std::size_t k = first; k < levels.size(); ++k) totalWeight += levels[k].weight;
   Units handed = 0;
-  for (std::size_t k = first; k < active.size(); ++k) {
-    const std::size_t i = active[k];
+  for (std::size_t k = first; k < levels.size(); ++k) {
+    const std::size_t i = levels[k].index;
     const long double exact = weights[i] * static_cast<long double>(remaining) / totalWeight;
     const Units floor = std::clamp<Units>(static_cast<Units>(std::floor(exact)), 0, rooms[i]);
     given[i] += floor;
     handed += floor;
-    parts.push_back({i, rooms[i] - floor, exact - static_cast<long double>(floor)});
+    parts.push_back({i, floor, rooms[i] - floor, exact - static_cast<long double>(floor)});
   }
   Units left = remaining - handed;
-  std::sort(parts.begin(), parts.end(), [&](const Part& a, const Part& b) {
+  auto before = [&](const Part& a, const Part& b) {
     if (a.remainder != b.remainder) return a.remainder > b.remainder;
     if (names[a.index] != names[b.index]) return names[a.index] < names[b.index];
     return a.index < b.index;
-  });
-  // One unit each in that order; more rounds only if rounding error left more units than parts.
+  };
+  // One unit each to the `left` first parts in that order (which ones matters, not their order).
+  if (left > 0 && static_cast<std::size_t>(left) < parts.size()) {
+    const auto end = parts.begin() + left;
+    std::nth_element(parts.begin(), end, parts.end(), before);
+    for (auto it = parts.begin(); it != end; ++it) {
+      if (it->room == 0) continue;
+      ++given[it->index];
+      --it->room;
+      --left;
+    }
+  }
+  if (left == 0) return;
+  // Rounding error: more units left than parts take round after round in that order, or (when a
+  // rounded-down part came out one too high) units come back from the last in that order.
+  std::sort(parts.begin(), parts.end(), before);
   while (left > 0) {
     bool gaveAny = false;
     for (Part& p : parts) {
@@ -86,6 +110,12 @@ void waterFill(Units amount, std::span<const long double> weights, std::span<con
       gaveAny = true;
     }
     if (!gaveAny) break;
+  }
+  for (auto it = parts.rbegin(); left < 0 && it != parts.rend(); ++it) {
+    if (it->floor == 0) continue;
+    --it->floor;
+    --given[it->index];
+    ++left;
   }
 }
 
