@@ -12,7 +12,7 @@ SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git curl \
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libsimdjson-dev libspdlog-dev libfmt-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev libcpprest-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcpprest-dev libssl-dev prometheus-cpp-dev
 
 .PHONY: all deps build run test bench format tidy clean
 

@@ -45,6 +45,7 @@ json queueJson(const policy::QueueState& queue) {
               {"overQuotaWeight", quota.overQuotaWeight},
               {"allocated", gpus(queue.allocated)},
               {"overQuota", gpus(queue.overQuota)},
+              {"fairShare", gpus(queue.fairShare)},
               {"pending", gpus(queue.pending)},
               {"pendingPods", queue.pendingPods},
               {"runningPods", queue.runningPods}};

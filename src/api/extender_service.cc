@@ -1,29 +1,36 @@
 #include "gpufair/api/extender_service.h"
 
+#include <chrono>
 #include <exception>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "gpufair/api/debug_snapshot.h"
+#include "gpufair/api/explain.h"
 #include "gpufair/api/wire.h"
 
 namespace gpufair::api {
 namespace {
 
-enum class Verb { kFilter, kPrioritize, kPreempt, kBind, kHealthz, kReadyz, kSnapshot };
+enum class Verb { kFilter, kPrioritize, kPreempt, kBind, kHealthz, kReadyz, kSnapshot, kExplain };
 
 struct Route {
   std::string_view path;
   std::string_view method;
   Verb verb;
+  std::string_view label;  // the verb label of request metrics
 };
 
 constexpr Route kRoutes[] = {
-    {"/filter", "POST", Verb::kFilter},          {"/prioritize", "POST", Verb::kPrioritize},
-    {"/preempt", "POST", Verb::kPreempt},        {"/bind", "POST", Verb::kBind},
-    {"/healthz", "GET", Verb::kHealthz},         {"/readyz", "GET", Verb::kReadyz},
-    {"/debug/snapshot", "GET", Verb::kSnapshot},
+    {"/filter", "POST", Verb::kFilter, "filter"},
+    {"/prioritize", "POST", Verb::kPrioritize, "prioritize"},
+    {"/preempt", "POST", Verb::kPreempt, "preempt"},
+    {"/bind", "POST", Verb::kBind, "bind"},
+    {"/healthz", "GET", Verb::kHealthz, "healthz"},
+    {"/readyz", "GET", Verb::kReadyz, "readyz"},
+    {"/debug/snapshot", "GET", Verb::kSnapshot, "debug_snapshot"},
+    {"/debug/explain", "GET", Verb::kExplain, "debug_explain"},
 };
 
 Response jsonResponse(int status, const nlohmann::json& body) {
@@ -47,6 +54,16 @@ ExtenderService::ExtenderService(state::Mirror& mirror, const policy::Scorer& sc
     : mirror_(mirror), scorer_(scorer), binder_(binder), readiness_(std::move(readiness)) {}
 
 Response ExtenderService::handle(const Request& request) {
+  if (requestObserver_ == nullptr) return dispatch(request, nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  std::string_view verb = "unknown";
+  Response response = dispatch(request, &verb);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  requestObserver_->observe(verb, resultLabel(response.status), took.count());
+  return response;
+}
+
+Response ExtenderService::dispatch(const Request& request, std::string_view* verb) {
   const std::string_view path = request.target.substr(0, request.target.find('?'));
   const Route* route = nullptr;
   for (const auto& candidate : kRoutes) {
@@ -56,6 +73,7 @@ Response ExtenderService::handle(const Request& request) {
     spdlog::info("{} {}: no such endpoint", request.method, path);
     return errorResponse(404, "no such endpoint: " + std::string(path));
   }
+  if (verb != nullptr) *verb = route->label;
   if (request.method != route->method) {
     spdlog::info("{} {}: method not allowed", request.method, path);
     auto response =
@@ -78,6 +96,8 @@ Response ExtenderService::handle(const Request& request) {
       return readyz();
     case Verb::kSnapshot:
       return debugSnapshot();
+    case Verb::kExplain:
+      return debugExplain(request.target);
   }
   return errorResponse(404, "no such endpoint: " + std::string(path));
 }
@@ -119,6 +139,18 @@ Response ExtenderService::readyz() const {
 Response ExtenderService::debugSnapshot() const {
   Response response;
   response.body = renderSnapshotJson(*mirror_.snapshot());
+  return response;
+}
+
+Response ExtenderService::debugExplain(std::string_view target) const {
+  const std::optional<std::string> pod = queryParameter(target, "pod");
+  if (!pod || pod->find('/') == std::string::npos) {
+    return errorResponse(400, "/debug/explain needs ?pod=NAMESPACE/NAME");
+  }
+  auto explained = renderExplainJson(*mirror_.snapshot(), *pod, scorer_);
+  if (!explained) return errorResponse(404, explained.error());
+  Response response;
+  response.body = std::move(explained.value());
   return response;
 }
 

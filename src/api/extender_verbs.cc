@@ -87,6 +87,9 @@ Response ExtenderService::filter(std::string_view body) {
     spdlog::info("filter rejected {} ({} GPUs, queue {}) on all {} nodes: {}", args.pod.key(),
                  formatGpus(args.pod.gpus), args.pod.queue, args.candidates.size(), reason);
     if (observer_ != nullptr) observer_->rejected(args.pod, reason);
+    if (requestObserver_ != nullptr) {
+      requestObserver_->filterRejected(rejectionCategory(*snapshot, args.pod, result));
+    }
   }
   Response response;
   encodeFilterResult(args, result, error, response.body);

@@ -9,5 +9,7 @@ namespace gpufair::app {
 int runServe(const std::vector<std::string>& args);
 int runValidate(const std::vector<std::string>& args);
 int runSimulate(const std::vector<std::string>& args);
+int runTop(const std::vector<std::string>& args);
+int runExplain(const std::vector<std::string>& args);
 
 }  // namespace gpufair::app

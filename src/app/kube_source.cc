@@ -77,6 +77,7 @@ KubeSource::KubeSource(const KubeSettings& settings, state::Mirror& mirror, Cloc
   auto add = [&](std::string what, k8s::ReflectorOptions options, k8s::ReflectorSink& sink) {
     reflectors_.push_back(
         std::make_unique<k8s::Reflector>(client_, std::move(options), sink, clock_));
+    resources_.push_back(what == "quota ConfigMaps" ? "configmaps" : what);
     reflectorNames_.push_back(std::move(what));
   };
   add("nodes", reflectorFor("nodes", "/api/v1/nodes"), nodeSink_);
@@ -85,6 +86,15 @@ KubeSource::KubeSource(const KubeSettings& settings, state::Mirror& mirror, Cloc
   add("pods", reflectorFor("pods", "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed"),
       podSink_);
   add("quota ConfigMaps", quotaWatcher_->reflectorOptions(), *quotaWatcher_);
+}
+
+std::vector<metrics::ResourceCounters> KubeSource::feedCounters() const {
+  std::vector<metrics::ResourceCounters> counters;
+  for (std::size_t i = 0; i < reflectors_.size(); ++i) {
+    const k8s::ReflectorStats stats = reflectors_[i]->stats();
+    counters.push_back({resources_[i], stats.events, stats.watchRestarts, stats.lists, stats.gone});
+  }
+  return counters;
 }
 
 KubeSource::~KubeSource() {

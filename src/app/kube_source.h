@@ -20,6 +20,7 @@
 #include "gpufair/k8s/quota_watcher.h"
 #include "gpufair/k8s/reflector.h"
 #include "gpufair/k8s/sinks.h"
+#include "gpufair/metrics/metrics.h"
 #include "gpufair/state/mirror.h"
 
 namespace gpufair::app {
@@ -53,6 +54,8 @@ class KubeSource final : public api::Binder, public api::DecisionObserver {
   const std::string& ns() const { return ns_; }
   std::string server() const { return client_->server(); }
   bool isLeader() const;
+  // What each reflector has done so far, by resource ("nodes", "pods", "configmaps"); for metrics.
+  std::vector<metrics::ResourceCounters> feedCounters() const;
 
   // api::Binder: POST a Binding; the watch confirms it.
   Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) override;
@@ -79,6 +82,7 @@ class KubeSource final : public api::Binder, public api::DecisionObserver {
   std::unique_ptr<k8s::QuotaWatcher> quotaWatcher_;
   std::vector<std::unique_ptr<k8s::Reflector>> reflectors_;
   std::vector<std::string> reflectorNames_;  // "nodes", "pods", "quota ConfigMaps"; for /readyz
+  std::vector<std::string> resources_;       // "nodes", "pods", "configmaps"; for metrics
   std::vector<std::thread> threads_;
   bool stopped_ = false;
 };

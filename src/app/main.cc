@@ -13,6 +13,8 @@ Commands:
   serve      serve kube-scheduler's extender webhooks (see: gpufair serve --help)
   validate   check quota files offline (see: gpufair validate --help)
   simulate   replay a trace through the engine (see: gpufair simulate --help)
+  top        watch a running service: nodes, queues, pending pods (see: gpufair top --help)
+  explain    why a pod is pending, node by node (see: gpufair explain --help)
   version    print the version
 
 gpufair shares GPUs fairly between teams: per-team quotas, fragmentation-aware placement,
@@ -33,6 +35,8 @@ int main(int argc, char** argv) {
     if (command == "serve") return gpufair::app::runServe(args);
     if (command == "validate") return gpufair::app::runValidate(args);
     if (command == "simulate") return gpufair::app::runSimulate(args);
+    if (command == "top") return gpufair::app::runTop(args);
+    if (command == "explain") return gpufair::app::runExplain(args);
     if (command == "version" || command == "--version") {
       std::cout << "gpufair " << GPUFAIR_VERSION << "\n";
       return 0;

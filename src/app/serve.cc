@@ -13,12 +13,15 @@
 #include "gpufair/api/server.h"
 #include "gpufair/config/cluster_file.h"
 #include "gpufair/config/quota.h"
+#include "gpufair/metrics/metrics.h"
+#include "gpufair/metrics/metrics_server.h"
 #include "gpufair/policy/scorer.h"
 #include "gpufair/state/mirror.h"
 
 #include "cli.h"
 #include "commands.h"
 #include "kube_source.h"
+#include "logging.h"
 
 namespace gpufair::app {
 namespace {
@@ -51,11 +54,41 @@ const std::vector<FlagSpec>& serveFlags() {
       {"assume-ttl", "an unconfirmed binding is forgotten after this", "30s"},
       {"pending-ttl", "a pod offered by kube-scheduler and not seen again is forgotten after this",
        "15m"},
+      {"metrics-listen",
+       "HOST:PORT for GET /metrics (Prometheus); port 0 picks a free port; \"off\" serves none",
+       "127.0.0.1:9090"},
       {"log-level", "trace, debug, info, warn or error", "info"},
+      {"log-format", "text, or json: one JSON object per line (ts, level, msg, thread)", "text"},
       {"help", "show this help", "", true},
   };
   return kFlags;
 }
+
+// The host part of a URL for a listen address: wildcard addresses become the loopback one.
+std::string urlHost(const std::string& listen) {
+  auto addr = api::parseListenAddress(listen);
+  std::string host = addr ? addr->host : "127.0.0.1";
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+  if (host == "::") host = "::1";
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return host;
+}
+
+// Hands the webhook service's request events to the metrics exporter (api knows no metrics).
+class MetricsRequestObserver final : public api::RequestObserver {
+ public:
+  explicit MetricsRequestObserver(metrics::Metrics& metrics) : metrics_(metrics) {}
+  void observe(std::string_view verb, std::string_view result, double seconds) override {
+    metrics_.requestObserved(verb, result, seconds);
+  }
+  void filterRejected(std::string_view category) override { metrics_.filterRejected(category); }
+
+ private:
+  metrics::Metrics& metrics_;
+};
 
 volatile std::sig_atomic_t gStop = 0;
 extern "C" void onSignal(int) {
@@ -83,7 +116,8 @@ Result<std::size_t> parseCount(const std::string& flag, const std::string& text)
 int runServe(const std::vector<std::string>& argv) {
   const std::string summary =
       "Serves kube-scheduler's extender webhooks (POST /filter, /prioritize, /preempt, /bind;\n"
-      "GET /healthz, /readyz, /debug/snapshot) on --listen.";
+      "GET /healthz, /readyz, /debug/snapshot, /debug/explain) on --listen, and Prometheus\n"
+      "metrics (GET /metrics) on --metrics-listen.";
   auto parsed = parseArgs(argv, serveFlags());
   if (!parsed)
     return fail(parsed.error() + "\n\n" + usage("serve [flags]", summary, serveFlags()), 2);
@@ -92,11 +126,11 @@ int runServe(const std::vector<std::string>& argv) {
     std::cout << usage("serve [flags]", summary, serveFlags());
     return 0;
   }
-  auto level = spdlog::level::from_str(args.get("log-level"));
-  if (level == spdlog::level::off && args.get("log-level") != "off") {
-    return fail("--log-level must be trace, debug, info, warn, error or off", 2);
+  auto logFormat = parseLogFormat(args.get("log-format"));
+  if (!logFormat) return fail(logFormat.error(), 2);
+  if (Status logging = configureLogging(args.get("log-level"), *logFormat); !logging.isOk()) {
+    return fail(logging.reason(), 2);
   }
-  spdlog::set_level(level);
   if (args.has("cluster") && args.has("kubeconfig")) {
     return fail("--cluster and --kubeconfig exclude each other: serve a file or a cluster", 2);
   }
@@ -193,6 +227,12 @@ int runServe(const std::vector<std::string>& argv) {
     service.setObserver(kube.get());
     service.setHealthDetails([&kube] { return kube->healthDetails(); });
   }
+  // Metrics read the published snapshot at scrape time; requests and rejections are counted as
+  // they happen. The integrator's reclaim controller reports evictions with reclaimEvicted().
+  metrics::Metrics metrics([&mirror] { return mirror.snapshot(); });
+  if (kube) metrics.setResourceCounters([&kube] { return kube->feedCounters(); });
+  MetricsRequestObserver requestObserver(metrics);
+  service.setRequestObserver(&requestObserver);
   api::ExtenderServer server(service, options);
   // The handler only sets a flag; the loop below notices it and stops the server.
   std::signal(SIGINT, onSignal);
@@ -202,23 +242,37 @@ int runServe(const std::vector<std::string>& argv) {
     if (kube) kube->stop();
     return fail(started.reason());
   }
+  std::unique_ptr<metrics::MetricsServer> metricsServer;
+  if (args.get("metrics-listen") != "off") {
+    auto served = metrics::MetricsServer::start(metrics, args.get("metrics-listen"));
+    if (!served) {
+      server.stop();
+      if (kube) kube->stop();
+      return fail("--metrics-listen: " + served.error(), 2);
+    }
+    metricsServer = std::move(served.value());
+  }
 
   auto snap = mirror.snapshot();
-  const std::string url = "http://" + [&] {
-    auto addr = api::parseListenAddress(options.listen);
-    std::string host = addr ? addr->host : "127.0.0.1";
-    if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
-    if (host.find(':') != std::string::npos) host = "[" + host + "]";
-    return host;
-  }() + ":" + std::to_string(server.port());
+  const std::string url = "http://" + urlHost(options.listen) + ":" + std::to_string(server.port());
+  const std::string metricsUrl = metricsServer
+                                     ? "http://" + urlHost(args.get("metrics-listen")) + ":" +
+                                           std::to_string(metricsServer->port()) + "/metrics"
+                                     : "";
   spdlog::info("{}: {} nodes, {} GPUs ({} free), {} queues, scorer {}", source,
                snap->nodes().size(), formatGpus(snap->capacity()), formatGpus(snap->free()),
                snap->queues().size(), scorer->name());
-  std::cout << "gpufair is serving the extender webhooks on " << url << "\n"
-            << "  try:  curl -s " << url << "/debug/snapshot\n"
-            << "        curl -s -X POST " << url
-            << "/filter -H 'Content-Type: application/json' -d @examples/filter-request.json\n"
-            << "Press Ctrl-C to stop." << std::endl;
+  spdlog::info("serving the extender webhooks on {}; metrics {}", url,
+               metricsServer ? "on " + metricsUrl : "off");
+  if (*logFormat == LogFormat::kText) {
+    std::cout << "gpufair is serving the extender webhooks on " << url << "\n"
+              << (metricsServer ? "  and Prometheus metrics on " + metricsUrl + "\n" : "")
+              << "  try:  curl -s " << url << "/debug/snapshot\n"
+              << "        curl -s -X POST " << url
+              << "/filter -H 'Content-Type: application/json' -d @examples/filter-request.json\n"
+              << "        gpufair top --url " << url << "\n"
+              << "Press Ctrl-C to stop." << std::endl;
+  }
 
   while (gStop == 0) {
     struct timespec tick {
@@ -232,6 +286,7 @@ int runServe(const std::vector<std::string>& argv) {
     }
   }
   spdlog::info("stopping: finishing requests in flight");
+  metricsServer.reset();
   server.stop();
   if (kube) kube->stop();  // releases the Lease so another replica takes over at once
   return 0;

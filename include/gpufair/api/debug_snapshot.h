@@ -7,7 +7,7 @@
 //                 "assumed", "terminating"}],                  (pods bound or assumed on nodes)
 //    "pending": [{... same keys ...}],                          (unbound pods wanting GPUs)
 //    "queues":  [{"name", "deserved", "limit" (null: none), "overQuotaWeight", "allocated",
-//                 "overQuota", "pending", "pendingPods", "runningPods"}]}
+//                 "overQuota", "fairShare", "pending", "pendingPods", "runningPods"}]}
 // GPU amounts are numbers of GPUs: whole numbers as integers, fractions as decimals (0.5).
 // Thread-safety: a pure function of an immutable snapshot.
 #pragma once

@@ -9,6 +9,8 @@
 //   GET  /readyz         200 {"status":"ready"} or 503 {"status":"not ready","reason":...},
 //                        plus "checks" (HealthDetail) when health details are set
 //   GET  /debug/snapshot the current ClusterSnapshot as JSON (see debug_snapshot.h)
+//   GET  /debug/explain?pod=NS/NAME  why a pod waits or where it would go (see explain.h; 404 for
+//                        a pod gpufair does not know)
 // Bad input is a 400 with {"Error": "..."} (in the verb's result shape for /filter), unknown paths
 // 404, wrong methods 405. Decisions are logged at debug level, rejections at info.
 // Thread-safety: handle() may run on several threads at once; each thread reuses its own parser
@@ -21,6 +23,7 @@
 
 #include "gpufair/api/binder.h"
 #include "gpufair/api/http.h"
+#include "gpufair/api/request_observer.h"
 #include "gpufair/common/status.h"
 #include "gpufair/policy/scorer.h"
 #include "gpufair/state/mirror.h"
@@ -62,6 +65,8 @@ class ExtenderService final : public RequestHandler {
   void setObserver(DecisionObserver* observer) { observer_ = observer; }
   // Optional: /readyz then also lists {"checks":[{"name","ok","message"}]}. Set before serving.
   void setHealthDetails(HealthDetails details) { details_ = std::move(details); }
+  // Optional; must outlive the service. Set before serving. Hears of every request handle() ends.
+  void setRequestObserver(RequestObserver* observer) { requestObserver_ = observer; }
 
   Response filter(std::string_view body);
   Response prioritize(std::string_view body);
@@ -70,14 +75,20 @@ class ExtenderService final : public RequestHandler {
   Response healthz() const;
   Response readyz() const;
   Response debugSnapshot() const;
+  Response debugExplain(std::string_view target) const;
 
  private:
+  // Routes the request; sets *verb (when given) to the route's metric label.
+  Response dispatch(const Request& request, std::string_view* verb);
+
   state::Mirror& mirror_;
   const policy::Scorer& scorer_;
   Binder& binder_;
   ReadinessCheck readiness_;
   DecisionObserver* observer_ = nullptr;
   HealthDetails details_;
+
+  RequestObserver* requestObserver_ = nullptr;
 };
 
 }  // namespace gpufair::api

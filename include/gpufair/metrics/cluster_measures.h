@@ -1,0 +1,72 @@
+// What the metrics exporter reports about the cluster, computed from one snapshot: GPUs by state,
+// fragmentation, how many k-GPU jobs fit, per-queue quota use and Jain's fairness index.
+// Amounts are in GPUs (fractions as decimals), ready to export.
+// Thread-safety: pure functions of an immutable snapshot; the results are value types.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpufair/policy/snapshot.h"
+
+namespace gpufair::metrics {
+
+// The job sizes gpufair_schedulable_jobs reports.
+inline constexpr int kJobSizes[] = {1, 2, 4, 8};
+
+struct QueueMeasure {
+  std::string name;
+  double deserved = 0;
+  std::optional<double> limit;  // none: unlimited
+  double allocated = 0;
+  double overQuota = 0;  // of allocated, borrowed
+  double pending = 0;    // requested by pending pods
+  int pendingPods = 0;
+  double fairShare = 0;
+};
+
+struct NodeMeasure {
+  std::string name;
+  double allocatable = 0;
+  double used = 0;
+  double free = 0;
+  bool schedulable = true;  // takes new pods
+};
+
+struct ClusterMeasures {
+  std::uint64_t generation = 0;
+  double totalGpus = 0;      // allocatable over all nodes
+  double allocatedGpus = 0;  // held by bound or assumed pods, on any node
+  double freeGpus = 0;       // free on nodes that take new pods
+  // The share of free GPU capacity the snapshot's target workload cannot use (0..1; 0 when nothing
+  // is free or no workload is known yet), and that capacity in GPUs.
+  double fragmentationRatio = 0;
+  double fragmentedGpus = 0;
+  double largestFreeBlock = 0;  // the most GPUs free on one node taking new pods
+  // For each k of kJobSizes (same order): how many pods of k whole GPUs fit at once, each on one
+  // node, in the GPUs nobody uses (sum over nodes taking new pods of floor(fully free GPUs / k)).
+  std::vector<std::int64_t> schedulableJobs;
+  // Jain's index of allocated / fair share over queues with demand (see fairnessIndex).
+  double fairnessIndex = 1;
+  std::vector<QueueMeasure> queues;
+  std::vector<NodeMeasure> nodes;
+  int pendingPods = 0;
+};
+
+ClusterMeasures measureCluster(const policy::ClusterSnapshot& snapshot);
+
+// Pods of `gpus` whole GPUs that fit at once (see ClusterMeasures::schedulableJobs).
+std::int64_t schedulableJobs(const policy::ClusterSnapshot& snapshot, int gpus);
+
+// Jain's fairness index (sum x)^2 / (n * sum x^2) of non-negative values: 1 when all are equal,
+// 1/n when one value has everything. 1 for an empty list or all zeros (nobody is favoured).
+double jainIndex(std::span<const double> values);
+
+// Jain's index over x_q = allocated_q / fairShare_q for the queues with demand (allocated or
+// pending GPUs) and a positive fair share; queues entitled to nothing are left out.
+double fairnessIndex(std::span<const QueueMeasure> queues);
+
+}  // namespace gpufair::metrics

@@ -1,0 +1,63 @@
+#include "gpufair/api/request_observer.h"
+
+namespace gpufair::api {
+namespace {
+
+std::string_view admissionCategory(const policy::ClusterSnapshot& snapshot,
+                                   const policy::Pod& pod) {
+  const policy::QueueState* queue = pod.queue.empty() ? nullptr : snapshot.findQueue(pod.queue);
+  if (queue == nullptr) return "unknown_queue";
+  const auto& limit = queue->quota.gpu.limit;
+  if (limit && queue->allocated + pod.gpus > *limit) return "quota_limit";
+  return "quota_borrow";
+}
+
+std::string_view nodeCategory(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
+                              std::string_view name) {
+  const policy::NodeState* node = snapshot.findNode(name);
+  if (node == nullptr) return "unknown_node";
+  if (!node->node().takesNewPods()) return "cordoned";
+  if (pod.gpus > 0) {
+    if (!pod.allowsModel(node->node().gpuModel)) return "gpu_model";
+    const bool room =
+        node->free() >= pod.gpus && (pod.isFractional() ? node->largestGpuFree() >= pod.gpuShare
+                                                        : node->fullyFreeGpus() >= pod.gpuCount());
+    if (!room) return "insufficient_gpus";
+  }
+  if (snapshot.fitOptions().checkCpuMemory &&
+      ((pod.cpuMilli > 0 && node->cpuFree() < pod.cpuMilli) ||
+       (pod.memoryBytes > 0 && node->memoryFree() < pod.memoryBytes))) {
+    return "cpu_memory";
+  }
+  return "other";
+}
+
+}  // namespace
+
+std::string_view rejectionCategory(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
+                                   const policy::FilterResult& result) {
+  if (!result.admission.status.isOk()) return admissionCategory(snapshot, pod);
+  if (!result.unresolvable.empty()) {
+    return nodeCategory(snapshot, pod, result.unresolvable.front().node);
+  }
+  if (!result.failed.empty()) return nodeCategory(snapshot, pod, result.failed.front().node);
+  return "other";
+}
+
+std::string_view resultLabel(int httpStatus) {
+  if (httpStatus >= 200 && httpStatus < 300) return "ok";
+  switch (httpStatus) {
+    case 400:
+      return "bad_request";
+    case 404:
+      return "not_found";
+    case 405:
+      return "method_not_allowed";
+    case 503:
+      return "unavailable";
+    default:
+      return "error";
+  }
+}
+
+}  // namespace gpufair::api

@@ -1,0 +1,79 @@
+#include "gpufair/metrics/cluster_measures.h"
+
+#include "gpufair/policy/fragmentation.h"
+
+namespace gpufair::metrics {
+namespace {
+
+double gpus(MilliGpu milli) {
+  return static_cast<double>(milli) / static_cast<double>(kMilliPerGpu);
+}
+
+QueueMeasure measureQueue(const policy::QueueState& queue) {
+  QueueMeasure m;
+  m.name = queue.quota.name;
+  m.deserved = gpus(queue.quota.gpu.deserved);
+  if (queue.quota.gpu.limit) m.limit = gpus(*queue.quota.gpu.limit);
+  m.allocated = gpus(queue.allocated);
+  m.overQuota = gpus(queue.overQuota);
+  m.pending = gpus(queue.pending);
+  m.pendingPods = queue.pendingPods;
+  m.fairShare = gpus(queue.fairShare);
+  return m;
+}
+
+}  // namespace
+
+std::int64_t schedulableJobs(const policy::ClusterSnapshot& snapshot, int gpus) {
+  if (gpus <= 0) return 0;
+  std::int64_t jobs = 0;
+  for (const auto& node : snapshot.nodes()) {
+    if (node->node().takesNewPods()) jobs += node->fullyFreeGpus() / gpus;
+  }
+  return jobs;
+}
+
+double jainIndex(std::span<const double> values) {
+  double sum = 0;
+  double squares = 0;
+  for (double v : values) {
+    sum += v;
+    squares += v * v;
+  }
+  if (values.empty() || squares <= 0) return 1;
+  return sum * sum / (static_cast<double>(values.size()) * squares);
+}
+
+double fairnessIndex(std::span<const QueueMeasure> queues) {
+  std::vector<double> ratios;
+  for (const auto& q : queues) {
+    if (q.allocated + q.pending > 0 && q.fairShare > 0) ratios.push_back(q.allocated / q.fairShare);
+  }
+  return jainIndex(ratios);
+}
+
+ClusterMeasures measureCluster(const policy::ClusterSnapshot& snapshot) {
+  ClusterMeasures m;
+  m.generation = snapshot.generation();
+  MilliGpu total = 0;
+  m.nodes.reserve(snapshot.nodes().size());
+  for (const auto& node : snapshot.nodes()) {
+    total += node->allocatable();
+    m.nodes.push_back({node->name(), gpus(node->allocatable()), gpus(node->used()),
+                       gpus(node->free()), node->node().takesNewPods()});
+  }
+  m.totalGpus = gpus(total);
+  m.allocatedGpus = gpus(snapshot.allocated());
+  m.freeGpus = gpus(snapshot.free());
+  const policy::ClusterFragmentation fragmentation = policy::clusterFragmentation(snapshot);
+  m.fragmentationRatio = fragmentation.ratio();
+  m.fragmentedGpus = fragmentation.fragmented / static_cast<double>(kMilliPerGpu);
+  m.largestFreeBlock = gpus(snapshot.largestFreeBlock());
+  for (int k : kJobSizes) m.schedulableJobs.push_back(schedulableJobs(snapshot, k));
+  for (const auto& queue : snapshot.queues()) m.queues.push_back(measureQueue(queue));
+  m.fairnessIndex = fairnessIndex(m.queues);
+  m.pendingPods = static_cast<int>(snapshot.pending().size());
+  return m;
+}
+
+}  // namespace gpufair::metrics
