@@ -69,14 +69,15 @@ struct Member {
   std::string uid;  // empty: not offered yet
 };
 
-// Depth-first search over members (largest first), nodes best fit first. Members of the same
-// shape take nodes in ascending index order, and nodes in the same state are tried once per
-// level: both only cut placements that are permutations of ones already tried.
+// Depth-first search over members (largest first), nodes best fit first. Greedy: the first
+// candidate only, which usually succeeds and keeps large blocks whole. Exhaustive: members of the
+// same shape take nodes in ascending index order, and nodes in the same state are tried once per
+// level; both only cut placements that are permutations of ones already tried.
 class GangSearch {
  public:
   GangSearch(const ClusterSnapshot& snapshot, std::vector<Member>& members, PlacementSession& s,
-             int maxSteps)
-      : snapshot_(snapshot), members_(members), session_(s), maxSteps_(maxSteps) {
+             int maxSteps, bool greedy)
+      : snapshot_(snapshot), members_(members), session_(s), maxSteps_(maxSteps), greedy_(greedy) {
     chosen_.assign(members.size(), 0);
   }
 
@@ -96,7 +97,7 @@ class GangSearch {
     const Member& m = members_[k];
     const bool sameAsPrevious = k > 0 && members_[k - 1].need == m.need &&
                                 members_[k - 1].pod->gpuModels == m.pod->gpuModels;
-    const std::size_t from = sameAsPrevious ? chosen_[k - 1] : 0;
+    const std::size_t from = sameAsPrevious && !greedy_ ? chosen_[k - 1] : 0;
     std::vector<std::size_t> candidates;
     for (std::size_t i = from; i < snapshot_.nodes().size(); ++i) {
       if (session_.fits(i, m.need) && eligible(i, m)) candidates.push_back(i);
@@ -121,7 +122,7 @@ class GangSearch {
       chosen_[k] = i;
       if (place(k + 1)) return true;
       session_.rollback(mark);
-      if (exhausted()) return false;
+      if (greedy_ || exhausted()) return false;
     }
     return false;
   }
@@ -130,6 +131,7 @@ class GangSearch {
   std::vector<Member>& members_;
   PlacementSession& session_;
   int maxSteps_;
+  bool greedy_;
   int steps_ = 0;
   std::vector<std::size_t> chosen_;
 };
@@ -238,8 +240,12 @@ GangPlan planGang(const ClusterSnapshot& snapshot, const Pod& member,
         {n->wholeGpusFor(member), cpuMemory ? n->cpuFree() : 0, cpuMemory ? n->memoryFree() : 0});
   }
   PlacementSession session(std::move(rooms));
-  GangSearch search(snapshot, members, session, options.maxSteps);
-  if (!search.run()) {
+  GangSearch greedy(snapshot, members, session, options.maxSteps, true);
+  const bool greedyFound = greedy.run();
+  GangSearch exhaustive(snapshot, members, session, options.maxSteps, false);
+  if (!greedyFound) session.rollback(0);
+  GangSearch& search = greedyFound ? greedy : exhaustive;
+  if (!greedyFound && !exhaustive.run()) {
     const Member& largest = members.front();
     int nodes = 0;
     for (const auto& n : snapshot.nodes()) {
