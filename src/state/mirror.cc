@@ -270,6 +270,10 @@ Result<AssumeOutcome> Mirror::assumeLocked(std::string_view uid, std::string_vie
   if (pod.isFinished()) {
     return Result<AssumeOutcome>::failure("pod " + pod.key() + " has already finished");
   }
+  if (std::string refusal = gangRefusalLocked(pod, node); !refusal.empty()) {
+    return Result<AssumeOutcome>::failure("pod " + pod.key() + " cannot bind to node " +
+                                          std::string(node) + ": " + refusal);
+  }
   const policy::SnapshotPtr snap = rebuildLocked();
   const policy::NodeState* target = snap->findNode(node);
   if (target == nullptr) {

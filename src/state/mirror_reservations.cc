@@ -177,7 +177,18 @@ Result<GangReservation> Mirror::reserveGang(const policy::Pod& member) {
   if (!member.inGang()) {
     return Result<GangReservation>::failure("pod " + member.key() + " is not in a gang");
   }
-  const std::string key = member.gangKey();
+  // Plan with the mirror's own copy of the pod when it has one (queue and gang resolved).
+  policy::Pod pod = member;
+  if (auto it = pods_.find(member.uid); it != pods_.end()) pod = *it->second.pod;
+  pod.queue = policy::resolveQueue(quota_, pod.ns, pod.labels);
+  policy::applyGangLabels(pod);
+  return reserveGangLocked(pod);
+}
+
+Result<GangReservation> Mirror::reserveGangLocked(const policy::Pod& pod) {
+  using R = Result<GangReservation>;
+  if (!pod.gangError.empty()) return R::failure(pod.gangError);
+  const std::string key = pod.gangKey();
   GangReservation out;
   auto collect = [&] {
     for (auto it = reservations_.lower_bound(ReservationKey{key, std::string()});
@@ -187,29 +198,38 @@ Result<GangReservation> Mirror::reserveGang(const policy::Pod& member) {
       out.reservations.back().gpus = it->second.remaining();
     }
   };
-  auto held = reservations_.lower_bound(ReservationKey{key, std::string()});
-  if (held != reservations_.end() && held->first.first == key) {
-    collect();
-    return out;
-  }
-  // Plan with the mirror's own copy of the pod when it has one (queue and gang resolved).
-  policy::Pod pod = member;
-  if (auto it = pods_.find(member.uid); it != pods_.end()) pod = *it->second.pod;
-  pod.queue = policy::resolveQueue(quota_, pod.ns, pod.labels);
-  policy::applyGangLabels(pod);
+  collect();
+  if (!out.reservations.empty()) return out;  // the gang holds room already
   const policy::SnapshotPtr snap = rebuildLocked();
   const policy::GangPlan plan = policy::planGang(*snap, pod);
-  if (!plan.status.isOk()) return Result<GangReservation>::failure(plan.status.reason());
+  if (!plan.status.isOk()) return R::failure(plan.status.reason());
   const Timestamp expires = clock_->now() + options_.gangTimeout;
   for (policy::Reservation& r : plan.reservations()) {
     dirty_.insert(r.node);
     ReservationEntry& e = reservations_[ReservationKey{r.holder, r.node}];
     e.r = std::move(r);
     e.expires = expires;
+    e.taken.clear();  // a fresh plan: what members took of an older one is theirs
     out.planned = true;
   }
   collect();
   return out;
+}
+
+std::string Mirror::gangRefusalLocked(const policy::Pod& pod, std::string_view node) {
+  if (!pod.inGang() || pod.gpus <= 0) return {};
+  if (!pod.gangError.empty()) return pod.gangError;
+  const GangCount count = gangCountLocked(pod.gangKey());
+  if (std::max(count.size, pod.gangSize) <= count.placed) return {};  // complete: an ordinary pod
+  auto reserved = reserveGangLocked(pod);
+  if (!reserved) return reserved.error();
+  for (const auto& r : reserved->reservations) {
+    if (r.node == node && r.gpus >= takes(pod)) return {};
+  }
+  std::string nodes;
+  for (const auto& r : reserved->reservations) nodes += (nodes.empty() ? "" : ", ") + r.node;
+  return "gang " + pod.gang + " has room reserved on " + (nodes.empty() ? "no node" : nodes) +
+         ", not on node " + std::string(node);
 }
 
 }  // namespace gpufair::state

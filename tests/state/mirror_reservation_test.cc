@@ -198,5 +198,30 @@ TEST_F(MirrorReservationTest, AGangMemberWithAReservationIsAdmittedForTheWholeGa
   EXPECT_FALSE(mirror_.assume("uid-team-b-extra", "n3").ok());
 }
 
+TEST_F(MirrorReservationTest, BindingTheFirstMemberReservesForTheWholeGang) {
+  mirror_.upsertPod(MakePod("team-a", "small").gpus(1).on("n1"));
+  mirror_.notePending(MakePod("team-b", "train-0").gpus(8).gang("train", 2));
+  // Bound without a filter first (a scheduler that does not ask): the gang is planned here.
+  auto refused = mirror_.assume("uid-team-b-train-0", "n1");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error(),
+            "pod team-b/train-0 cannot bind to node n1: gang train has room reserved on n2, n3, "
+            "not on node n1");
+  ASSERT_TRUE(mirror_.assume("uid-team-b-train-0", "n2").ok());
+  EXPECT_EQ(reservedOn("n3"), testing::gpus(8));
+}
+
+TEST_F(MirrorReservationTest, AGangThatCannotFitIsNotBoundPartly) {
+  mirror_.upsertPod(MakePod("team-a", "small").gpus(1).on("n1"));
+  mirror_.upsertPod(MakePod("team-a", "small2").gpus(1).on("n2"));
+  mirror_.notePending(MakePod("team-b", "train-0").gpus(8).gang("train", 2));
+  auto refused = mirror_.assume("uid-team-b-train-0", "n3");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error(),
+            "pod team-b/train-0 cannot bind to node n3: gang train needs 2 × 8 GPUs; 1 node has 8 "
+            "free");
+  EXPECT_TRUE(mirror_.reservations().empty());
+}
+
 }  // namespace
 }  // namespace gpufair::state

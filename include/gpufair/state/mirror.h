@@ -125,7 +125,9 @@ class Mirror {
   policy::PodPtr findPod(std::string_view uid) const;
 
   // /bind: checks on the current state that the pod still fits on `node` and that its queue admits
-  // it, then holds its GPUs there (Assumed). A fractional pod is given a GPU: the scorer's choice
+  // it, then holds its GPUs there (Assumed). A gang member binds only into its gang's reservation
+  // (made here, as reserveGang does, when an incomplete gang holds none), and its queue was
+  // charged for the whole gang then. A fractional pod is given a GPU: the scorer's choice
   // (the one passed, else the one set with setScorer), else best fit; it is recorded in the pod
   // (gpuIndex and annotation gpufair.io/gpu-index) and in the outcome. Errors say why in words.
   Result<AssumeOutcome> assume(std::string_view uid, std::string_view node);
@@ -153,10 +155,10 @@ class Mirror {
   // All reservations held now (GPUs not yet taken), by holder then node.
   std::vector<policy::Reservation> reservations() const;
   // For the gang of `member` (member.inGang(), offered and pending): when the gang is neither
-  // complete nor holding reservations, plans it on the current state (policy::planGang: quota
-  // for the whole gang, a node for every member still to place) and reserves the plan for
-  // gangTimeout, atomically, so two gangs racing for the same room never both get it. A gang
-  // that does not fit is an error with the plan's reason.
+  // complete nor holding reservations (GPUs not yet taken), plans it on the current state
+  // (policy::planGang: quota for the whole gang, a node for every member still to place) and
+  // reserves the plan for gangTimeout, atomically, so two gangs racing for the same room never both
+  // get it. A gang that does not fit is an error with the plan's reason.
   Result<GangReservation> reserveGang(const policy::Pod& member);
 
   // The current snapshot; rebuilt here if anything changed since the last call.
@@ -202,6 +204,11 @@ class Mirror {
     int assumed = 0;  // of placed, not yet confirmed
   };
   GangCount gangCountLocked(const std::string& gangKey) const;
+  // reserveGang on a pod whose queue and gang are resolved.
+  Result<GangReservation> reserveGangLocked(const policy::Pod& pod);
+  // /bind's gang rule: a member binds only into room reserved for its gang (reserved here first if
+  // the gang holds none and is incomplete). Empty when the pod may go on.
+  std::string gangRefusalLocked(const policy::Pod& pod, std::string_view node);
 
   ClockPtr clock_;
   MirrorOptions options_;
