@@ -24,6 +24,11 @@
 //   BM_FilterRequestPath  notePending(the same pod again) + snapshot() + filter: the engine-side work
 //                         of one /filter request as src/api does it.
 //   BM_SnapshotFull       Mirror::setQuotaConfig (marks everything dirty) and then Mirror::snapshot().
+//   BM_FairShare          policy::computeFairShares over N queues (seed 42): deserved 0..20 GPUs,
+//                         demand 0..60, weights 1..4, a third with a limit of 5..40; capacity 60% of
+//                         all demand, so most queues borrow and several caps saturate. Arg gran:
+//                         1000 (whole GPUs) or 1 (milli-GPUs, demands with fractions). The target
+//                         is < 1 ms at 1,000 queues. The snapshot computes it on every build.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -40,6 +45,7 @@
 
 #include "gpufair/common/clock.h"
 #include "gpufair/common/quota.h"
+#include "gpufair/policy/fair_share.h"
 #include "gpufair/policy/filter.h"
 #include "gpufair/policy/model.h"
 #include "gpufair/policy/scorer.h"
@@ -360,6 +366,34 @@ void BM_SnapshotFull(benchmark::State& state) {
   c.snapshot = c.mirror->snapshot();
 }
 
+void BM_FairShare(benchmark::State& state) {
+  const auto count = static_cast<std::size_t>(state.range(0));
+  const MilliGpu granularity = state.range(1);
+  std::mt19937_64 rng(42);
+  std::vector<std::string> names(count);
+  std::vector<policy::FairShareInput> queues(count);
+  MilliGpu demand = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    char name[24];
+    std::snprintf(name, sizeof name, "team-%05zu", i);
+    names[i] = name;
+    policy::FairShareInput& q = queues[i];
+    q.name = names[i];
+    q.deserved = static_cast<MilliGpu>(rng() % 21) * kMilliPerGpu;
+    q.demand = static_cast<MilliGpu>(rng() % 61) * kMilliPerGpu;
+    if (granularity == 1) q.demand += static_cast<MilliGpu>(rng() % kMilliPerGpu);
+    q.overQuotaWeight = static_cast<double>(1 + rng() % 4);
+    if (rng() % 3 == 0) q.limit = static_cast<MilliGpu>(5 + rng() % 36) * kMilliPerGpu;
+    demand += q.demand;
+  }
+  const MilliGpu capacity = demand * 6 / 10 / kMilliPerGpu * kMilliPerGpu;
+  for (auto _ : state) {
+    std::vector<MilliGpu> shares = policy::computeFairShares(queues, capacity, granularity);
+    benchmark::DoNotOptimize(shares.data());
+  }
+  state.counters["capacity_gpus"] = static_cast<double>(capacity / kMilliPerGpu);
+}
+
 void engineArgs(benchmark::internal::Benchmark* b) {
   for (int nodes : {100, 1000, 5000}) {
     for (int gpus : {1, 4}) b->Args({nodes, gpus});
@@ -377,6 +411,14 @@ BENCHMARK(BM_SnapshotAfterPodChange)->Arg(1000)->Arg(5000)->ArgName("nodes")->Un
 BENCHMARK(BM_SnapshotAfterNotePending)->Arg(1000)->Arg(5000)->ArgName("nodes")->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterRequestPath)->Args({1000, 1})->Args({5000, 1})->ArgNames({"nodes", "gpus"})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SnapshotFull)->Arg(5000)->ArgName("nodes")->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FairShare)
+    ->Args({10, 1000})
+    ->Args({100, 1000})
+    ->Args({1000, 1000})
+    ->Args({1000, 1})
+    ->Args({10000, 1000})
+    ->ArgNames({"queues", "gran"})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include "gpufair/api/extender_service.h"
 #include "gpufair/api/wire.h"
 #include "gpufair/policy/filter.h"
+#include "gpufair/policy/preemption.h"
 
 #include "request_document.h"
 
@@ -147,10 +148,34 @@ Response ExtenderService::preempt(std::string_view body) {
   if (auto status = decodePreemptionArgs(document.root(), args); !status.isOk()) {
     return badRequest("preempt", status.reason());
   }
-  spdlog::debug("preempt {}: accepting the {} proposed nodes' victims as proposed", args.pod.key(),
-                args.victims.size());
+  mirror_.notePending(args.pod);  // the preemptor is pending demand, as at /filter
+  const policy::SnapshotPtr snapshot = mirror_.snapshot();
+  args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
+  std::vector<policy::NodeVictims> proposed;
+  proposed.reserve(args.victims.size());
+  for (auto& [node, victims] : args.victims) {
+    proposed.push_back({std::move(node), std::move(victims.podUids), victims.numPdbViolations});
+  }
+  policy::PreemptionPlan plan = policy::planPreemption(*snapshot, args.pod, proposed);
+
+  // kube-scheduler proposes up to ~100 candidate nodes: one info line, each node at debug.
+  for (const auto& dropped : plan.dropped) {
+    spdlog::debug("preempt {}: node {} dropped: {}", args.pod.key(), dropped.node, dropped.reason);
+  }
+  if (!plan.dropped.empty()) {
+    spdlog::info("preempt {} (queue {}{}): {} of {} proposed nodes dropped, e.g. {}: {}",
+                 args.pod.key(), args.pod.queue, plan.preemptorBorrowing ? ", borrowing" : "",
+                 plan.dropped.size(), proposed.size(), plan.dropped.front().node,
+                 plan.dropped.front().reason);
+  }
+  std::vector<std::pair<std::string, MetaVictims>> kept;
+  kept.reserve(plan.nodes.size());
+  for (auto& node : plan.nodes) {
+    kept.emplace_back(std::move(node.node),
+                      MetaVictims{std::move(node.podUids), node.numPdbViolations});
+  }
   Response response;
-  encodePreemptionResult(args.victims, response.body);
+  encodePreemptionResult(kept, response.body);
   return response;
 }
 

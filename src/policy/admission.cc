@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "gpufair/policy/fair_share.h"
+
 namespace gpufair::policy {
 namespace {
 
@@ -123,7 +125,21 @@ Status fitsCpuMemory(const NodeState& node, const Pod& pod) {
 
 }  // namespace
 
-Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
+namespace {
+
+const QueueState* findIn(std::span<const QueueState> queues, std::string_view name) {
+  for (const QueueState& q : queues) {
+    if (q.quota.name == name) return &q;
+  }
+  return nullptr;
+}
+
+// The queue decision. `fairShareOf` gives the pod's queue fair share with the pod counted; it is
+// asked only for a pod that would borrow. `reserved`: GPUs reserved for the queue's other pods
+// and gangs, charged as if they ran.
+template <typename FairShareOf>
+Admission decide(std::span<const QueueState> queues, MilliGpu free, const Pod& pod,
+                 MilliGpu reserved, FairShareOf fairShareOf) {
   Admission a;
   a.queue = pod.queue;
   if (pod.gpus == 0) return a;
@@ -134,14 +150,13 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
                                     " names a queue that does not exist");
     return a;
   }
-  const QueueState* q = snapshot.findQueue(pod.queue);
+  const QueueState* q = findIn(queues, pod.queue);
   if (q == nullptr) {
     a.status = Status::unresolvable("queue " + pod.queue + " does not exist");
     return a;
   }
   const GpuQuota& quota = q->quota.gpu;
-  // GPUs reserved for the queue's other pods and gangs are charged as if they ran.
-  const MilliGpu charged = q->allocated + snapshot.reservedInQueue(pod.queue, pod);
+  const MilliGpu charged = q->allocated + reserved;
   const MilliGpu after = charged + pod.gpus;
   if (quota.limit && after > *quota.limit) {
     a.status = Status::unresolvable("queue " + pod.queue + " at " + formatGpus(charged) + "/" +
@@ -151,7 +166,7 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
   }
   if (after <= quota.deserved) return a;
 
-  // Borrowing: the part of the request beyond deserved must come from idle GPUs.
+  // Borrowing: only up to the queue's fair share, and only from idle GPUs.
   const MilliGpu borrow = std::min(pod.gpus, after - quota.deserved);
   if (quota.overQuotaWeight <= 0) {
     a.status = Status::unschedulable("queue " + pod.queue + " at " + formatGpus(charged) + "/" +
@@ -161,21 +176,28 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
                                      gpus(pod.gpus));
     return a;
   }
+  if (const MilliGpu fairShare = fairShareOf(*q); after > fairShare) {
+    a.status = Status::unschedulable(
+        "queue " + pod.queue + " would use " + gpus(after) + "; deserved " +
+        formatGpus(quota.deserved) + ", fair share " + formatGpus(fairShare) +
+        (quota.limit ? ", limit " + formatGpus(*quota.limit) : std::string(", no limit")));
+    return a;
+  }
   MilliGpu held = 0;
   std::string heldFor;
-  for (const QueueState& other : snapshot.queues()) {
+  for (const QueueState& other : queues) {
     if (other.quota.name == pod.queue) continue;
     if (MilliGpu unmet = other.unmetDeserved(); unmet > 0) {
       held += unmet;
       heldFor += (heldFor.empty() ? "" : ", ") + other.quota.name + " " + formatGpus(unmet);
     }
   }
-  const MilliGpu idle = snapshot.free() > held ? snapshot.free() - held : 0;
+  const MilliGpu idle = free > held ? free - held : 0;
   if (borrow > idle) {
     std::string reason = "queue " + pod.queue + " at " + formatGpus(charged) + "/" +
                          formatGpus(quota.deserved) + " GPUs (deserved) would borrow " +
                          gpus(borrow) + " but only " + gpus(idle) + " are idle (" +
-                         formatGpus(snapshot.free()) + " free";
+                         formatGpus(free) + " free";
     if (held > 0)
       reason += ", " + formatGpus(held) + " held for pending in-quota work of " + heldFor;
     reason += ")";
@@ -184,6 +206,23 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
   }
   a.overQuota = true;
   return a;
+}
+
+}  // namespace
+
+Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
+  const MilliGpu reserved =
+      snapshot.reservations().empty() ? 0 : snapshot.reservedInQueue(pod.queue, pod);
+  return decide(snapshot.queues(), snapshot.free(), pod, reserved, [&](const QueueState& q) {
+    const MilliGpu after = q.allocated + reserved + pod.gpus;
+    // The pod can only raise its own queue's share: recompute only when the listed one refuses.
+    return after <= q.fairShare ? q.fairShare : fairShareCounting(snapshot, pod);
+  });
+}
+
+Admission admitAfter(std::span<const QueueState> queues, MilliGpu free, const Pod& pod,
+                     MilliGpu fairShare) {
+  return decide(queues, free, pod, 0, [&](const QueueState&) { return fairShare; });
 }
 
 Status fitsNode(const NodeState& node, const Pod& pod) {

@@ -1,4 +1,5 @@
-// ExtenderService without sockets: filter, prioritize, preempt, health, routing and bad input.
+// ExtenderService without sockets: filter, prioritize, health, routing and bad input (preempt:
+// preempt_test.cc).
 #include <cstdio>
 
 #include <gtest/gtest.h>
@@ -140,22 +141,6 @@ TEST_F(ServiceTest, PrioritizeScoresEveryNodeGiven) {
   EXPECT_EQ(scores.at("gpu-node-3"), 0);
   EXPECT_EQ(scores.at("ghost-node"), 0);
   EXPECT_NE(cluster.mirror.findPod("uid-small"), nullptr);
-}
-
-TEST_F(ServiceTest, PreemptReturnsProposedVictimsAsMetaVictims) {
-  for (const char* file : {"preempt_victims.json", "preempt_meta_victims.json"}) {
-    const Response response = call("POST", "/preempt", readTestdata(file));
-    ASSERT_EQ(response.status, 200) << file << ": " << response.body;
-    const json reply = parseJson(response.body);
-    ASSERT_EQ(reply.size(), 1u);
-    const json& victims = reply.at("NodeNameToMetaVictims").at("gpu-node-2");
-    EXPECT_EQ(victims.at("Pods"), json::parse(R"([{"UID":"9a1b2c3d-0000-4f00-8e00-000000000007"},
-                                                  {"UID":"9a1b2c3d-0000-4f00-8e00-000000000008"}])"))
-        << file;
-  }
-  const json reply = parseJson(call("POST", "/preempt", readTestdata("preempt_victims.json")).body);
-  EXPECT_EQ(reply.at("NodeNameToMetaVictims").size(), 1u);
-  EXPECT_EQ(reply.at("NodeNameToMetaVictims").at("gpu-node-2").at("NumPDBViolations"), 1);
 }
 
 struct BadRequestCase {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "gpufair/policy/fair_share.h"
+
 #include "testing/builders.h"
 #include "testing/cluster.h"
 
@@ -94,19 +96,35 @@ INSTANTIATE_TEST_SUITE_P(
                       Code::kSuccess,
                       true,
                       ""},
+        AdmissionCase{"FairShareKeepsIdleGpusForOtherQueuesInQuotaWork",
+                      [] {
+                        auto pods = teamAUsing(12);  // 8 free
+                        pods.push_back(MakePod("team-b", "waiting").gpus(8));
+                        return pods;
+                      }(),
+                      {MakeQueue("team-a").deserved(10), MakeQueue("team-b").deserved(10)},
+                      MakePod("team-a", "p").gpus(1),
+                      Code::kUnschedulable,
+                      false,
+                      "queue team-a would use 13 GPUs; deserved 10, fair share 12, no limit"},
+        // Within its fair share, but research (default queue) holds 7 borrowed GPUs, so the 3
+        // free ones are all needed by team-b's in-quota work.
         AdmissionCase{
             "IdleGpusHeldForOtherQueuesPendingInQuotaWork",
             [] {
-              auto pods = teamAUsing(12);  // 8 free
-              pods.push_back(MakePod("team-b", "waiting").gpus(8));
+              auto pods = teamAUsing(10);
+              pods.push_back(MakePod("research", "r").gpus(7).on("n2"));
+              pods.push_back(MakePod("team-b", "waiting").gpus(5));
               return pods;
             }(),
-            {MakeQueue("team-a").deserved(10), MakeQueue("team-b").deserved(10)},
+            {MakeQueue("team-a").deserved(10), MakeQueue("team-b").deserved(5)},
             MakePod("team-a", "p").gpus(1),
             Code::kUnschedulable,
             false,
-            "queue team-a at 12/10 GPUs (deserved) would borrow 1 GPU but only 0 GPUs are idle "
-            "(8 free, 8 held for pending in-quota work of team-b 8)"},
+            "queue team-a at 10/10 GPUs (deserved) would borrow 1 GPU but only 0 GPUs are idle "
+            "(3 free, 5 held for pending in-quota work of team-b 5)"},
+        // team-b's demand beyond its deserved 3 holds no idle GPUs back, but it does earn
+        // team-b half of the 7 idle ones: team-a's fair share is 10 + 4 (the odd GPU by name).
         AdmissionCase{"OtherQueuesDemandBeyondItsDeservedHoldsNothing",
                       [] {
                         auto pods = teamAUsing(12);
@@ -114,9 +132,65 @@ INSTANTIATE_TEST_SUITE_P(
                         return pods;
                       }(),
                       {MakeQueue("team-a").deserved(10), MakeQueue("team-b").deserved(3)},
-                      MakePod("team-a", "p").gpus(5),
+                      MakePod("team-a", "p").gpus(2),
                       Code::kSuccess,
                       true,
+                      ""},
+        AdmissionCase{"BorrowingStopsAtFairShare",
+                      [] {
+                        auto pods = teamAUsing(12);
+                        pods.push_back(MakePod("team-b", "big").gpus(8));
+                        return pods;
+                      }(),
+                      {MakeQueue("team-a").deserved(10), MakeQueue("team-b").deserved(3)},
+                      MakePod("team-a", "p").gpus(5),
+                      Code::kUnschedulable,
+                      false,
+                      "queue team-a would use 17 GPUs; deserved 10, fair share 14, no limit"},
+        AdmissionCase{"FairShareRefusalNamesTheLimit",
+                      [] {
+                        auto pods = teamAUsing(12);
+                        pods.push_back(MakePod("team-b", "big").gpus(8));
+                        return pods;
+                      }(),
+                      {MakeQueue("team-a").deserved(10).limit(16), MakeQueue("team-b").deserved(3)},
+                      MakePod("team-a", "p").gpus(4),
+                      Code::kUnschedulable,
+                      false,
+                      "queue team-a would use 16 GPUs; deserved 10, fair share 14, limit 16"},
+        // Weight 3 against 1: team-a's share of the 7 idle GPUs is 5 (capped by its demand).
+        AdmissionCase{"HigherWeightBorrowsMore",
+                      [] {
+                        auto pods = teamAUsing(12);
+                        pods.push_back(MakePod("team-b", "big").gpus(8));
+                        return pods;
+                      }(),
+                      {MakeQueue("team-a").deserved(10).weight(3), MakeQueue("team-b").deserved(3)},
+                      MakePod("team-a", "p").gpus(3),
+                      Code::kSuccess,
+                      true,
+                      ""},
+        AdmissionCase{"HigherWeightStillStopsAtItsShare",
+                      [] {
+                        auto pods = teamAUsing(12);
+                        pods.push_back(MakePod("team-b", "big").gpus(8));
+                        return pods;
+                      }(),
+                      {MakeQueue("team-a").deserved(10).weight(3), MakeQueue("team-b").deserved(3)},
+                      MakePod("team-a", "p").gpus(5),
+                      Code::kUnschedulable,
+                      false,
+                      "queue team-a would use 17 GPUs; deserved 10, fair share 15, no limit"},
+        AdmissionCase{"WithinDeservedIgnoresFairShare",
+                      [] {
+                        auto pods = teamAUsing(4);
+                        pods.push_back(MakePod("team-b", "big").gpus(30));
+                        return pods;
+                      }(),
+                      {MakeQueue("team-a").deserved(10), MakeQueue("team-b").deserved(10)},
+                      MakePod("team-a", "p").gpus(6),
+                      Code::kSuccess,
+                      false,
                       ""},
         AdmissionCase{
             "ZeroWeightDoesNotBorrow",
@@ -142,6 +216,68 @@ INSTANTIATE_TEST_SUITE_P(
                       true,
                       ""}),
     [](const auto& info) { return info.param.name; });
+
+// The idle-GPU problem of issue 4: 4 nodes x 10 GPUs, team-a and team-b deserve 20 each. While
+// team-b is idle team-a may borrow all of it; once team-b waits for 8, team-a's fair share drops to
+// 32 and it cannot take GPUs that team-b's work needs.
+TEST(AdmissionFairShare, FollowsTheOtherQueuesDemand) {
+  const std::vector<Node> nodes{MakeNode("n1").gpus(10), MakeNode("n2").gpus(10),
+                                MakeNode("n3").gpus(10), MakeNode("n4").gpus(10)};
+  const std::vector<QueueQuota> queues{MakeQueue("team-a").deserved(20),
+                                       MakeQueue("team-b").deserved(20)};
+  std::vector<Pod> running;
+  for (int i = 1; i <= 3; ++i) {
+    Pod p = MakePod("team-a", "a" + std::to_string(i)).gpus(10).on("n" + std::to_string(i));
+    if (i == 3) p = MakePod("team-a", "a3").gpus(10).on("n3").overQuota();
+    running.push_back(p);
+  }
+  running.push_back(MakePod("team-a", "a4").gpus(2).on("n4").overQuota());
+  const Pod more = MakePod("team-a", "more").gpus(8);
+
+  auto idle = testing::snapshotOf(nodes, running, queues);
+  Admission a = admit(*idle, testing::resolved(*idle, more));
+  EXPECT_TRUE(a.status.isOk()) << a.status.reason();
+  EXPECT_TRUE(a.overQuota);
+  EXPECT_EQ(fairShareCounting(*idle, testing::resolved(*idle, more)), testing::gpus(40));
+
+  running.push_back(MakePod("team-b", "b").gpus(8));
+  auto busy = testing::snapshotOf(nodes, running, queues);
+  EXPECT_EQ(busy->findQueue("team-b")->fairShare, testing::gpus(8));
+  a = admit(*busy, testing::resolved(*busy, more));
+  EXPECT_EQ(a.status.code(), Code::kUnschedulable);
+  EXPECT_EQ(a.status.reason(),
+            "queue team-a would use 40 GPUs; deserved 20, fair share 32, no limit");
+  // team-b is within its deserved quota: always admitted (reclaim or preemption makes room).
+  EXPECT_TRUE(admit(*busy, testing::resolved(*busy, MakePod("team-b", "b").gpus(8))).status.isOk());
+}
+
+// What-if admission on a copy: once a plan frees team-a's borrowed GPUs, team-b borrows.
+TEST(AdmitAfter, DecidesOnQueuesAsAPlanLeavesThem) {
+  auto snap =
+      testing::snapshotOf({MakeNode("n1").gpus(10), MakeNode("n2").gpus(10)},
+                          [] {
+                            auto pods = teamAUsing(20);
+                            pods.push_back(MakePod("team-b", "p").gpus(6));
+                            return pods;
+                          }(),
+                          {MakeQueue("team-a").deserved(10), MakeQueue("team-b").deserved(4)});
+  const Pod pod = testing::resolved(*snap, MakePod("team-b", "p").gpus(6));
+  const MilliGpu share = fairShareCounting(*snap, pod);
+  EXPECT_EQ(share, testing::gpus(6));
+  Admission now = admit(*snap, pod);
+  EXPECT_EQ(now.status.code(), Code::kUnschedulable) << now.status.reason();
+
+  std::vector<QueueState> queues(snap->queues().begin(), snap->queues().end());
+  queues[0].allocated -= testing::gpus(6);  // six of team-a's borrowed GPUs evicted
+  Admission after = admitAfter(queues, snap->free() + testing::gpus(6), pod, share);
+  EXPECT_TRUE(after.status.isOk()) << after.status.reason();
+  EXPECT_TRUE(after.overQuota);
+  // The same plan cannot lift team-b above its fair share.
+  Admission tooBig = admitAfter(queues, snap->free() + testing::gpus(6),
+                                testing::resolved(*snap, MakePod("team-b", "q").gpus(7)), share);
+  EXPECT_EQ(tooBig.status.reason(),
+            "queue team-b would use 7 GPUs; deserved 4, fair share 6, no limit");
+}
 
 TEST(FitsNode, Reasons) {
   NodeState node(MakeNode("n1").gpus(8),

@@ -126,6 +126,17 @@ INSTANTIATE_TEST_SUITE_P(
                  {},
                  "gang train needs 4 pods (4 × 8 GPUs), 32 GPUs in all: queue team-b at 0/24 GPUs "
                  "(limit); pod needs 32 GPUs"},
+        // team-a waits for its 24 deserved GPUs: team-b's fair share of the 48 is 24, and the
+        // gang's 32 are charged together.
+        PlanCase{"FairShareCountsTheGangsTotal",
+                 eightGpuNodes(6),
+                 {MakePod("team-a", "w0").gpus(8), MakePod("team-a", "w1").gpus(8),
+                  MakePod("team-a", "w2").gpus(8)},
+                 member(0),
+                 {MakeQueue("team-a").deserved(24), MakeQueue("team-b").deserved(8)},
+                 {},
+                 "gang train needs 4 pods (4 × 8 GPUs), 32 GPUs in all: queue team-b would use 32 "
+                 "GPUs; deserved 8, fair share 24, no limit"},
         // Greedy would put the offered (any-model) member on n1 and leave the V100-only member
         // nowhere; the search backs out of that.
         PlanCase{"BacktracksOutOfAGreedyDeadEnd",

@@ -1,12 +1,13 @@
 // ExtenderService: kube-scheduler's extender webhooks and gpufair's health and debug endpoints, as
 // a RequestHandler independent of the transport.
-//   POST /filter        ExtenderArgs -> ExtenderFilterResult (in the request's Nodes/NodeNames
-//   mode) POST /prioritize    ExtenderArgs -> HostPriorityList (scores 0..10) POST /preempt
-//   ExtenderPreemptionArgs -> ExtenderPreemptionResult (proposed victims as is) POST /bind
-//   ExtenderBindingArgs -> ExtenderBindingResult (assume, bind, confirm) GET  /healthz
-//   {"status":"ok"} GET  /readyz        200 {"status":"ready"} or 503 {"status":"not
-//   ready","reason":...} GET  /debug/snapshot  the current ClusterSnapshot as JSON (see
-//   debug_snapshot.h)
+//   POST /filter         ExtenderArgs -> ExtenderFilterResult (in the request's mode)
+//   POST /prioritize     ExtenderArgs -> HostPriorityList (scores 0..10)
+//   POST /preempt        ExtenderPreemptionArgs -> ExtenderPreemptionResult: the proposed
+//                        victims quota lets go (policy/preemption.h), as NodeNameToMetaVictims
+//   POST /bind           ExtenderBindingArgs -> ExtenderBindingResult (assume, bind, confirm)
+//   GET  /healthz        {"status":"ok"}
+//   GET  /readyz         200 {"status":"ready"} or 503 {"status":"not ready","reason":...}
+//   GET  /debug/snapshot the current ClusterSnapshot as JSON (see debug_snapshot.h)
 // Bad input is a 400 with {"Error": "..."} (in the verb's result shape for /filter), unknown paths
 // 404, wrong methods 405. Decisions are logged at debug level, rejections at info.
 // Thread-safety: handle() may run on several threads at once; each thread reuses its own parser

@@ -71,7 +71,10 @@ void encodeFilterResult(const ExtenderArgs& args, const policy::FilterResult& re
 void encodeFilterError(std::string_view error, std::string& out);
 // HostPriorityList: [{"Host":"n1","Score":10}, ...].
 void encodeHostPriorityList(std::span<const policy::NodeScore> scores, std::string& out);
-// ExtenderPreemptionResult {NodeNameToMetaVictims}.
+// ExtenderPreemptionResult {NodeNameToMetaVictims}, whichever map the request carried:
+// kube-scheduler's HTTPExtender.ProcessPreemption reads only NodeNameToMetaVictims and finds each
+// UID among the pods of that node in its own cache (an unknown UID fails the whole preemption,
+// and so does a node with no victims unless the extender is ignorable).
 void encodePreemptionResult(std::span<const std::pair<std::string, MetaVictims>> victims,
                             std::string& out);
 // {"Error":"..."}: ExtenderBindingResult, and the body of every other error.

@@ -1,10 +1,16 @@
 // Quota admission: may this pod's queue take `pod.gpus` more GPUs now?
 //   within deserved            -> admitted;
 //   beyond limit               -> UnschedulableAndUnresolvable (no node can help);
-//   between deserved and limit -> admitted as borrowed (over quota) only while idle GPUs exist:
-//                                 free GPUs not needed by other queues' unmet in-quota demand.
+//   between deserved and limit -> admitted as borrowed (over quota) only while the queue stays
+//                                 within its fair share (allocated + pod <= fair share, see
+//                                 fair_share.h) and idle GPUs exist: free GPUs not needed by
+//                                 other queues' unmet in-quota demand. Both refusals are
+//                                 Unschedulable ("queue team-a would use 24 GPUs; deserved 20,
+//                                 fair share 22, limit 30").
 // Pure: reads the snapshot only.
 #pragma once
+
+#include <span>
 
 #include "gpufair/common/status.h"
 #include "gpufair/policy/snapshot.h"
@@ -17,8 +23,19 @@ struct Admission {
   std::string queue;       // the queue charged
 };
 
-// The pod is assumed not yet counted in its queue's allocation (it is pending).
+// The pod is assumed not yet counted in its queue's allocation (it is pending). Its queue's fair
+// share counts the pod's demand (fairShareCounting), whether or not the snapshot lists it pending.
+// GPUs reserved for the queue's other pods and gangs (ClusterSnapshot::reservedInQueue) are charged
+// as if they ran; the pod's own reservations are not.
 Admission admit(const ClusterSnapshot& snapshot, const Pod& pod);
+
+// The same decision for what-if plans (preemption, reclaim) that change allocations on a copy:
+// `queues` as they would be after the plan, `free` the GPUs then free on nodes taking new pods,
+// `fairShare` the pod's queue fair share with the pod counted (fairShareCounting; evicted pods
+// usually come back as pending demand, so shares stay as the snapshot has them). Reservations are
+// not charged: `queues` are what the caller made of them.
+Admission admitAfter(std::span<const QueueState> queues, MilliGpu free, const Pod& pod,
+                     MilliGpu fairShare);
 
 // Node-level fit: the node takes new pods, has a GPU model the pod allows, and has room: a
 // whole-GPU pod needs gpuCount() GPUs nobody uses; a fractional pod needs one GPU with its share
