@@ -143,7 +143,9 @@ std::string gpuText(MilliGpu m) {
 // "4 × 8 GPUs", "2 × 8 GPUs + 1 × 1 GPU".
 std::string shapes(const std::vector<Member>& members) {
   std::map<MilliGpu, int, std::greater<>> count;
-  for (const auto& m : members) ++count[m.pod->gpus];
+  for (const auto& m : members) {
+    if (m.pod->gpus > 0) ++count[m.pod->gpus];  // members without GPUs need no room
+  }
   std::string out;
   for (const auto& [gpus, n] : count) {
     out += (out.empty() ? "" : " + ") + std::to_string(n) + " × " + gpuText(gpus);
@@ -199,12 +201,13 @@ GangPlan planGang(const ClusterSnapshot& snapshot, const Pod& member,
   const bool cpuMemory = snapshot.fitOptions().checkCpuMemory;
   std::vector<Member> members;
   members.push_back({&member, needOf(member, cpuMemory), member.uid});
-  if (gang != nullptr) {
-    for (const auto& p : gang->pending) {
-      if (static_cast<int>(members.size()) == missing) break;
-      if (p->uid != member.uid) members.push_back({p.get(), needOf(*p, cpuMemory), p->uid});
+  auto known = [&](const PodPtr& p) {
+    if (static_cast<int>(members.size()) < missing && p->uid != member.uid) {
+      members.push_back({p.get(), needOf(*p, cpuMemory), p->uid});
     }
-  }
+  };
+  if (gang != nullptr) std::for_each(gang->pending.begin(), gang->pending.end(), known);
+  std::for_each(options.unplacedWithoutGpus.begin(), options.unplacedWithoutGpus.end(), known);
   while (static_cast<int>(members.size()) < missing) {
     members.push_back({&member, needOf(member, cpuMemory), ""});
   }

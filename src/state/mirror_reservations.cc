@@ -201,7 +201,16 @@ Result<GangReservation> Mirror::reserveGangLocked(const policy::Pod& pod) {
   collect();
   if (!out.reservations.empty()) return out;  // the gang holds room already
   const policy::SnapshotPtr snap = rebuildLocked();
-  const policy::GangPlan plan = policy::planGang(*snap, pod);
+  policy::GangPlanOptions options;
+  if (auto members = gangMembers_.find(key); members != gangMembers_.end()) {
+    for (const auto& uid : members->second) {
+      const policy::PodPtr& p = pods_.at(uid).pod;
+      if (p->gpus == 0 && p->nodeName.empty() && !p->isFinished() && !p->terminating) {
+        options.unplacedWithoutGpus.push_back(p);
+      }
+    }
+  }
+  const policy::GangPlan plan = policy::planGang(*snap, pod, options);
   if (!plan.status.isOk()) return R::failure(plan.status.reason());
   const Timestamp expires = clock_->now() + options_.gangTimeout;
   for (policy::Reservation& r : plan.reservations()) {

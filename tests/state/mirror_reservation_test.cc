@@ -223,5 +223,17 @@ TEST_F(MirrorReservationTest, AGangThatCannotFitIsNotBoundPartly) {
   EXPECT_TRUE(mirror_.reservations().empty());
 }
 
+TEST_F(MirrorReservationTest, AMemberWithoutGpusNeedsNoReservedRoom) {
+  // An MPI-style gang: a launcher without GPUs and two 8-GPU workers.
+  mirror_.upsertPod(MakePod("team-b", "launcher").gang("train", 3));
+  mirror_.notePending(MakePod("team-b", "worker-0").gpus(8).gang("train", 3));
+  auto reserved = mirror_.reserveGang(*mirror_.findPod("uid-team-b-worker-0"));
+  ASSERT_TRUE(reserved.ok()) << reserved.error();
+  MilliGpu total = 0;
+  for (const auto& r : reserved->reservations) total += r.gpus;
+  EXPECT_EQ(total, testing::gpus(16));  // two workers, not three
+  EXPECT_EQ(reserved->reservations[0].reason, "gang of 2 × 8 GPUs");
+}
+
 }  // namespace
 }  // namespace gpufair::state

@@ -49,6 +49,9 @@ struct GangPlan {
 struct GangPlanOptions {
   // Search steps (placements tried) before giving up: bounds the time of a pathological plan.
   int maxSteps = 20000;
+  // Unplaced members known besides the snapshot's pending pods, which list only pods wanting GPUs
+  // (a launcher without GPUs, say): they count as members still to place and need no node.
+  std::vector<PodPtr> unplacedWithoutGpus;
 };
 
 // Plans the gang of `member` (member.inGang(), no gangError). A gang already complete gets an ok
