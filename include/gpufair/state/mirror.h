@@ -32,9 +32,11 @@
 //           held. A pod holder placed on any node no longer needs its reservations elsewhere:
 //           those are released. A taker that goes away before the reservation is gone gives its
 //           share back. A reservation fully taken by confirmed (bound) pods is dropped.
-//   Gangs:  reserveGang() plans and reserves for every member still to place at once, with
-//           gangTimeout as ttl; when all gpufair.io/gang-size members are placed, or the ttl
-//           passes, every reservation of the gang is released.
+//   Gangs:  reserveGang() (or assume() of a member of an incomplete gang holding nothing) plans
+//           and reserves for every member still to place at once, with gangTimeout as ttl; a
+//           member is assumed only into its gang's reservation. When all gpufair.io/gang-size
+//           members are bound (none still only assumed), or the ttl passes, every reservation of
+//           the gang is released; a gang still incomplete is planned again when next offered.
 // Reservation GPUs are rounded up to whole GPUs. Changes mark the node dirty, so the next
 // snapshot shows them on NodeState::reservations.
 //
