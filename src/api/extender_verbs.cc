@@ -57,6 +57,29 @@ Status prepareArgs(state::Mirror& mirror, detail::RequestDocument& document) {
   return Status::ok();
 }
 
+// The first member of a gang that is neither complete nor holding reservations: reserve a node for
+// every member still to place, atomically in the mirror, before filtering. A gang that does not fit
+// is refused by policy::filter with the plan's reason.
+policy::SnapshotPtr reserveGangIfFirst(state::Mirror& mirror, const policy::Pod& pod,
+                                       policy::SnapshotPtr snapshot) {
+  if (!pod.inGang() || !pod.gangError.empty() || pod.gpus <= 0) return snapshot;
+  const policy::GangState* gang = snapshot->findGang(pod.gangKey());
+  if (gang != nullptr && (gang->reserved > 0 || gang->complete())) return snapshot;
+  auto reserved = mirror.reserveGang(pod);
+  if (!reserved) {
+    spdlog::debug("gang {} of {} not reserved: {}", pod.gangName(), pod.key(), reserved.error());
+    return mirror.snapshot();  // another gang may have just taken the room: filter on that
+  }
+  if (!reserved->planned) return snapshot;
+  std::string nodes;
+  for (const auto& r : reserved->reservations) {
+    nodes += (nodes.empty() ? "" : ", ") + r.node + " " + formatGpus(r.gpus);
+  }
+  spdlog::info("gang {} (queue {}): reserved {} for {} pods", pod.gangName(), pod.queue, nodes,
+               pod.gangSize);
+  return mirror.snapshot();
+}
+
 std::string_view firstReason(const policy::FilterResult& result) {
   if (!result.admission.status.isOk()) return result.admission.status.reason();
   if (!result.unresolvable.empty()) return result.unresolvable.front().reason;
@@ -72,8 +95,9 @@ Response ExtenderService::filter(std::string_view body) {
     return badFilterRequest(status.reason());
   }
   ExtenderArgs& args = document.extenderArgs();
-  const policy::SnapshotPtr snapshot = mirror_.snapshot();
+  policy::SnapshotPtr snapshot = mirror_.snapshot();
   args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
+  snapshot = reserveGangIfFirst(mirror_, args.pod, std::move(snapshot));
   const policy::FilterResult result = policy::filter(*snapshot, args.pod, args.candidates);
 
   std::string_view error;

@@ -57,6 +57,8 @@ const std::vector<FlagSpec>& serveFlags() {
       {"metrics-listen",
        "HOST:PORT for GET /metrics (Prometheus); port 0 picks a free port; \"off\" serves none",
        "127.0.0.1:9090"},
+      {"gang-timeout",
+       "GPUs reserved for a gang are released if not all its pods are bound within this", "5m"},
       {"log-level", "trace, debug, info, warn or error", "info"},
       {"log-format", "text, or json: one JSON object per line (ts, level, msg, thread)", "text"},
       {"help", "show this help", "", true},
@@ -160,6 +162,9 @@ int runServe(const std::vector<std::string>& argv) {
   auto pendingTtl = parseMillis(args.get("pending-ttl"));
   if (!assumeTtl) return fail("--assume-ttl: " + assumeTtl.error(), 2);
   if (!pendingTtl) return fail("--pending-ttl: " + pendingTtl.error(), 2);
+  auto gangTimeout = parseMillis(args.get("gang-timeout"));
+  if (!gangTimeout) return fail("--gang-timeout: " + gangTimeout.error(), 2);
+  mirrorOptions.gangTimeout = std::chrono::seconds{std::max<long long>(1, *gangTimeout / 1000)};
   mirrorOptions.assumeTtl = std::chrono::seconds{std::max<long long>(1, *assumeTtl / 1000)};
   mirrorOptions.pendingTtl = std::chrono::seconds{std::max<long long>(1, *pendingTtl / 1000)};
 
@@ -281,7 +286,8 @@ int runServe(const std::vector<std::string>& argv) {
     nanosleep(&tick, nullptr);
     static int ticks = 0;
     if (++ticks % 5 == 0) {
-      if (std::size_t n = mirror.expire(); n > 0) spdlog::info("forgot {} expired pods", n);
+      if (std::size_t n = mirror.expire(); n > 0)
+        spdlog::info("forgot {} expired pods or reservations", n);
       if (kube) kube->tick();
     }
   }

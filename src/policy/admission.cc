@@ -32,6 +32,32 @@ std::string memory(std::int64_t bytes) {
   return text + "Gi memory";
 }
 
+// Reserved GPUs are whole GPUs nobody uses; a pod that does not hold them may not take them.
+Status fitsBesideReservations(const NodeState& node, const Pod& pod) {
+  const MilliGpu against = node.reservedAgainst(pod);
+  if (against == 0) return Status::ok();
+  const bool fits = pod.isFractional()
+                        ? node.largestPartialFree() >= pod.gpuShare || node.wholeGpusFor(pod) >= 1
+                        : node.wholeGpusFor(pod) >= pod.gpuCount();
+  if (fits) return Status::ok();
+  std::string held;
+  int others = 0;
+  for (const Reservation& r : node.reservations()) {
+    if (isHolder(pod, r.holder)) continue;
+    if (held.empty()) {
+      held = describe(r);
+    } else {
+      ++others;
+    }
+  }
+  if (others > 0)
+    held += " and " + std::to_string(others) + " more reservation" + (others == 1 ? "" : "s");
+  return Status::unschedulable(
+      "node " + node.name() + ": " + held + ", of " + std::to_string(node.fullyFreeGpus()) +
+      " whole GPUs free; pod needs " +
+      (pod.isFractional() ? formatGpus(pod.gpuShare) + " of one GPU" : gpus(pod.gpus)));
+}
+
 Status fitsGpus(const NodeState& node, const Pod& pod) {
   if (!pod.allowsModel(node.node().gpuModel)) {
     const std::string has = node.node().gpuModel.empty()
@@ -49,6 +75,9 @@ Status fitsGpus(const NodeState& node, const Pod& pod) {
     // reason ("0/5000 nodes are available: 2331 fewer than 4 GPUs free, ..."), and a request
     // refused on thousands of nodes builds thousands of these.
     return Status::unschedulable("fewer than " + gpus(pod.gpus) + " free");
+  }
+  if (!node.reservations().empty()) {
+    if (Status s = fitsBesideReservations(node, pod); !s.isOk()) return s;
   }
   if (pod.isFractional()) {
     if (node.largestGpuFree() < pod.gpuShare) {
@@ -106,10 +135,11 @@ const QueueState* findIn(std::span<const QueueState> queues, std::string_view na
 }
 
 // The queue decision. `fairShareOf` gives the pod's queue fair share with the pod counted; it is
-// asked only for a pod that would borrow.
+// asked only for a pod that would borrow. `reserved`: GPUs reserved for the queue's other pods
+// and gangs, charged as if they ran.
 template <typename FairShareOf>
 Admission decide(std::span<const QueueState> queues, MilliGpu free, const Pod& pod,
-                 FairShareOf fairShareOf) {
+                 MilliGpu reserved, FairShareOf fairShareOf) {
   Admission a;
   a.queue = pod.queue;
   if (pod.gpus == 0) return a;
@@ -126,9 +156,10 @@ Admission decide(std::span<const QueueState> queues, MilliGpu free, const Pod& p
     return a;
   }
   const GpuQuota& quota = q->quota.gpu;
-  const MilliGpu after = q->allocated + pod.gpus;
+  const MilliGpu charged = q->allocated + reserved;
+  const MilliGpu after = charged + pod.gpus;
   if (quota.limit && after > *quota.limit) {
-    a.status = Status::unresolvable("queue " + pod.queue + " at " + formatGpus(q->allocated) + "/" +
+    a.status = Status::unresolvable("queue " + pod.queue + " at " + formatGpus(charged) + "/" +
                                     formatGpus(*quota.limit) + " GPUs (limit); pod needs " +
                                     gpus(pod.gpus));
     return a;
@@ -138,8 +169,8 @@ Admission decide(std::span<const QueueState> queues, MilliGpu free, const Pod& p
   // Borrowing: only up to the queue's fair share, and only from idle GPUs.
   const MilliGpu borrow = std::min(pod.gpus, after - quota.deserved);
   if (quota.overQuotaWeight <= 0) {
-    a.status = Status::unschedulable("queue " + pod.queue + " at " + formatGpus(q->allocated) +
-                                     "/" + formatGpus(quota.deserved) +
+    a.status = Status::unschedulable("queue " + pod.queue + " at " + formatGpus(charged) + "/" +
+                                     formatGpus(quota.deserved) +
                                      " GPUs (deserved) and its overQuotaWeight is 0: it does not "
                                      "borrow; pod needs " +
                                      gpus(pod.gpus));
@@ -163,7 +194,7 @@ Admission decide(std::span<const QueueState> queues, MilliGpu free, const Pod& p
   }
   const MilliGpu idle = free > held ? free - held : 0;
   if (borrow > idle) {
-    std::string reason = "queue " + pod.queue + " at " + formatGpus(q->allocated) + "/" +
+    std::string reason = "queue " + pod.queue + " at " + formatGpus(charged) + "/" +
                          formatGpus(quota.deserved) + " GPUs (deserved) would borrow " +
                          gpus(borrow) + " but only " + gpus(idle) + " are idle (" +
                          formatGpus(free) + " free";
@@ -180,8 +211,10 @@ Admission decide(std::span<const QueueState> queues, MilliGpu free, const Pod& p
 }  // namespace
 
 Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
-  return decide(snapshot.queues(), snapshot.free(), pod, [&](const QueueState& q) {
-    const MilliGpu after = q.allocated + pod.gpus;
+  const MilliGpu reserved =
+      snapshot.reservations().empty() ? 0 : snapshot.reservedInQueue(pod.queue, pod);
+  return decide(snapshot.queues(), snapshot.free(), pod, reserved, [&](const QueueState& q) {
+    const MilliGpu after = q.allocated + reserved + pod.gpus;
     // The pod can only raise its own queue's share: recompute only when the listed one refuses.
     return after <= q.fairShare ? q.fairShare : fairShareCounting(snapshot, pod);
   });
@@ -189,7 +222,7 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
 
 Admission admitAfter(std::span<const QueueState> queues, MilliGpu free, const Pod& pod,
                      MilliGpu fairShare) {
-  return decide(queues, free, pod, [&](const QueueState&) { return fairShare; });
+  return decide(queues, free, pod, 0, [&](const QueueState&) { return fairShare; });
 }
 
 Status fitsNode(const NodeState& node, const Pod& pod) {
@@ -219,6 +252,13 @@ bool nodeFits(const NodeState& node, const Pod& pod, const FitOptions& options) 
     if (pod.isFractional() ? node.largestGpuFree() < pod.gpuShare
                            : node.fullyFreeGpus() < pod.gpuCount()) {
       return false;
+    }
+    if (!node.reservations().empty() && node.reservedAgainst(pod) > 0) {
+      if (pod.isFractional()
+              ? node.largestPartialFree() < pod.gpuShare && node.wholeGpusFor(pod) < 1
+              : node.wholeGpusFor(pod) < pod.gpuCount()) {
+        return false;
+      }
     }
   }
   if (options.checkCpuMemory) {

@@ -25,12 +25,15 @@ struct Admission {
 
 // The pod is assumed not yet counted in its queue's allocation (it is pending). Its queue's fair
 // share counts the pod's demand (fairShareCounting), whether or not the snapshot lists it pending.
+// GPUs reserved for the queue's other pods and gangs (ClusterSnapshot::reservedInQueue) are charged
+// as if they ran; the pod's own reservations are not.
 Admission admit(const ClusterSnapshot& snapshot, const Pod& pod);
 
 // The same decision for what-if plans (preemption, reclaim) that change allocations on a copy:
 // `queues` as they would be after the plan, `free` the GPUs then free on nodes taking new pods,
 // `fairShare` the pod's queue fair share with the pod counted (fairShareCounting; evicted pods
-// usually come back as pending demand, so shares stay as the snapshot has them).
+// usually come back as pending demand, so shares stay as the snapshot has them). Reservations are
+// not charged: `queues` are what the caller made of them.
 Admission admitAfter(std::span<const QueueState> queues, MilliGpu free, const Pod& pod,
                      MilliGpu fairShare);
 
