@@ -1,0 +1,472 @@
+#include "gpufair/policy/reclaim.h"
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "reclaim_statement.h"
+
+namespace gpufair::policy {
+namespace {
+
+using reclaim_detail::Freed;
+using reclaim_detail::QueueInfo;
+using reclaim_detail::Rank;
+using reclaim_detail::ranksBefore;
+using reclaim_detail::Statement;
+using reclaim_detail::Unit;
+
+constexpr std::string_view kGangLabelKey = "gpufair.io/gang";
+
+std::string gpusText(MilliGpu m) {
+  return formatGpus(m) + (m == kMilliPerGpu ? " GPU" : " GPUs");
+}
+
+std::optional<Timestamp> startOf(const Pod& pod) {
+  if (pod.started) return pod.started;
+  return pod.created;
+}
+
+Freed freedBy(const Pod& pod) {
+  return {pod.gpus, pod.cpuMilli, pod.memoryBytes};
+}
+
+// One node worth planning on, with what could be evicted there.
+struct Candidate {
+  const NodeState* node = nullptr;
+  int bound = 0;  // fewest units that could possibly free enough
+  Freed releasing;
+  std::vector<PodPtr> releasingPods;
+  std::vector<Unit> units;
+};
+
+struct NodePlan {
+  const Candidate* candidate = nullptr;
+  std::vector<const Unit*> units;  // in victim order
+  int pods = 0;
+  Freed freed;
+};
+
+class Planner {
+ public:
+  Planner(const ClusterSnapshot& snapshot, const Pod& pod, const ReclaimOptions& options)
+      : snap_(snapshot), pod_(pod), options_(options) {}
+
+  ReclaimOutcome run();
+
+ private:
+  ReclaimOutcome outcome(ReclaimOutcome::Kind kind, std::string reason) const {
+    ReclaimOutcome out;
+    out.kind = kind;
+    out.reason = std::move(reason);
+    return out;
+  }
+  void buildQueues();
+  void noteReleasing();
+  int queueOf(const Pod& pod) const {
+    auto it = queueIndex_.find(pod.queue);
+    return it == queueIndex_.end() ? -1 : it->second;
+  }
+  bool isProtected(const Pod& pod, int queue) const;
+  // Whether `pod` may be a victim on its own (gang aside); counts why not.
+  bool evictable(const Pod& pod);
+  std::optional<Unit> unitFor(const PodPtr& pod, const NodeState& node);
+  const std::vector<PodPtr>& gangMembers(const std::string& key);
+  void collect(const NodeState& node, Candidate& candidate);
+  std::optional<NodePlan> evaluate(const Candidate& candidate, bool bySize) const;
+  Rank staticRank(const Unit& unit) const;
+  bool better(const NodePlan& a, const NodePlan& b) const;
+  ReclaimPlan commit(const NodePlan& plan) const;
+  std::string victimReason(const Pod& victim) const;
+
+  const ClusterSnapshot& snap_;
+  const Pod& pod_;
+  const ReclaimOptions& options_;
+  std::vector<QueueInfo> queues_;
+  std::unordered_map<std::string_view, int> queueIndex_;
+  int reclaimer_ = -1;
+  bool inQuota_ = false;
+  bool haveFairShare_ = false;
+  std::unordered_set<std::string_view> releasingUids_;
+  std::unordered_map<std::string_view, std::vector<PodPtr>> releasingByNode_;
+  std::optional<std::unordered_map<std::string, std::vector<PodPtr>>> gangs_;
+  std::unordered_set<std::string_view> protected_;  // uids seen protected by reclaimMinRuntime
+  std::unordered_set<std::string_view> sparedSeen_;
+};
+
+bool Planner::isProtected(const Pod& pod, int queue) const {
+  const auto minRuntime = queues_[static_cast<std::size_t>(queue)].minRuntime;
+  if (minRuntime.count() <= 0) return false;
+  const auto start = startOf(pod);
+  return start && options_.now - *start < minRuntime;
+}
+
+void Planner::buildQueues() {
+  const auto all = snap_.queues();
+  queues_.resize(all.size());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    QueueInfo& q = queues_[i];
+    q.state = &all[i];
+    q.name = all[i].quota.name;
+    q.allocated = all[i].allocated;
+    q.owed = owedGpus(all[i]);
+    q.minRuntime = all[i].quota.reclaimMinRuntime;
+    haveFairShare_ = haveFairShare_ || q.owed != all[i].quota.gpu.deserved;
+    queueIndex_.emplace(q.name, static_cast<int>(i));
+  }
+  for (const auto& p : options_.promised) {
+    if (p->uid == pod_.uid) continue;
+    if (int q = queueOf(*p); q >= 0) queues_[static_cast<std::size_t>(q)].allocated += p->gpus;
+  }
+}
+
+// Pods being evicted that the snapshot still shows: freed for the plan, gone from their queues.
+void Planner::noteReleasing() {
+  for (const auto& p : options_.releasing) {
+    const NodeState* node = snap_.findNode(p->nodeName);
+    if (node == nullptr) continue;
+    for (const auto& here : node->pods()) {
+      if (here->uid != p->uid || !here->holdsGpus()) continue;
+      if (!releasingUids_.insert(here->uid).second) break;
+      releasingByNode_[node->name()].push_back(here);
+      if (int q = queueOf(*here); q >= 0)
+        queues_[static_cast<std::size_t>(q)].allocated -= here->gpus;
+      break;
+    }
+  }
+}
+
+bool Planner::evictable(const Pod& pod) {
+  if (!pod.holdsGpus() || pod.terminating || releasingUids_.count(pod.uid) > 0) return false;
+  if (options_.spared.count(pod.uid) > 0) {
+    sparedSeen_.insert(pod.uid);
+    return false;
+  }
+  const int q = queueOf(pod);
+  if (pod.gpus > 0 && (q < 0 || !queues_[static_cast<std::size_t>(q)].victim)) return false;
+  if (q >= 0 && isProtected(pod, q)) {
+    protected_.insert(pod.uid);
+    return false;
+  }
+  return true;
+}
+
+const std::vector<PodPtr>& Planner::gangMembers(const std::string& key) {
+  if (!gangs_) {
+    gangs_.emplace();
+    for (const auto& node : snap_.nodes()) {
+      for (const auto& p : node->pods()) {
+        if (p->labels.empty() || !p->holdsGpus() || p->terminating) continue;
+        auto it = p->labels.find(kGangLabelKey);
+        if (it != p->labels.end()) (*gangs_)[p->ns + "/" + it->second].push_back(p);
+      }
+    }
+    for (auto& [k, members] : *gangs_) {
+      std::sort(members.begin(), members.end(),
+                [](const PodPtr& a, const PodPtr& b) { return a->uid < b->uid; });
+    }
+  }
+  return gangs_->at(key);
+}
+
+std::optional<Unit> Planner::unitFor(const PodPtr& pod, const NodeState& node) {
+  Unit unit;
+  auto gang = pod->labels.find(kGangLabelKey);
+  if (gang == pod->labels.end()) {
+    unit.members = {pod};
+  } else {
+    for (const auto& m : gangMembers(pod->ns + "/" + gang->second)) {
+      if (releasingUids_.count(m->uid) > 0) continue;  // already going
+      if (!evictable(*m)) return std::nullopt;         // the whole gang, or none of it
+      unit.members.push_back(m);
+    }
+  }
+  for (const auto& m : unit.members) {
+    if (m->nodeName == node.name()) unit.here += freedBy(*m);
+    unit.gpus += m->gpus;
+    const auto start = startOf(*m);
+    if (start && (!unit.youngest || *start > *unit.youngest)) unit.youngest = start;
+    if (m->gpus == 0) continue;
+    const int q = queueOf(*m);
+    auto it = std::find_if(unit.cost.begin(), unit.cost.end(),
+                           [q](const auto& c) { return c.first == q; });
+    if (it == unit.cost.end()) it = unit.cost.insert(unit.cost.end(), {q, 0});
+    it->second += m->gpus;
+  }
+  if (unit.here.gpus <= 0 || unit.cost.empty()) return std::nullopt;
+  unit.queue =
+      std::max_element(unit.cost.begin(), unit.cost.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second;
+      })->first;
+  return unit;
+}
+
+void Planner::collect(const NodeState& node, Candidate& candidate) {
+  std::vector<std::string_view> gangsSeen;
+  for (const auto& p : node.pods()) {
+    if (p->gpus <= 0 || !evictable(*p)) continue;
+    if (auto gang = p->labels.find(kGangLabelKey); gang != p->labels.end()) {
+      if (std::find(gangsSeen.begin(), gangsSeen.end(), gang->second) != gangsSeen.end()) continue;
+      gangsSeen.push_back(gang->second);
+    }
+    if (auto unit = unitFor(p, node)) candidate.units.push_back(std::move(*unit));
+  }
+}
+
+Rank Planner::staticRank(const Unit& unit) const {
+  const QueueInfo& q = queues_[static_cast<std::size_t>(unit.queue)];
+  return {q.excess(), q.name, unit.youngest, unit.members.front()->uid};
+}
+
+// Greedy on a statement: by victim order (bySize false) or by GPUs freed here first (bySize true),
+// until the pod fits; then drops every victim not needed, least preferred first.
+std::optional<NodePlan> Planner::evaluate(const Candidate& c, bool bySize) const {
+  Statement st(*c.node, c.releasing, c.releasingPods, queues_, snap_.fitOptions());
+  std::vector<char> taken(c.units.size(), 0);
+  std::vector<const Unit*> order;
+  while (!st.fits(pod_)) {
+    int pick = -1;
+    Rank pickRank;
+    for (std::size_t i = 0; i < c.units.size(); ++i) {
+      const Unit& u = c.units[i];
+      if (taken[i] || !st.canEvict(u)) continue;
+      const QueueInfo& q = queues_[static_cast<std::size_t>(u.queue)];
+      const Rank r{st.excessNow(u.queue), q.name, u.youngest, u.members.front()->uid};
+      const Unit* best = pick < 0 ? nullptr : &c.units[static_cast<std::size_t>(pick)];
+      const bool first = best == nullptr ||
+                         (bySize && u.here.gpus != best->here.gpus ? u.here.gpus > best->here.gpus
+                                                                   : ranksBefore(r, pickRank));
+      if (first) {
+        pick = static_cast<int>(i);
+        pickRank = r;
+      }
+    }
+    if (pick < 0) return std::nullopt;
+    taken[static_cast<std::size_t>(pick)] = 1;
+    st.evict(c.units[static_cast<std::size_t>(pick)]);
+    order.push_back(&c.units[static_cast<std::size_t>(pick)]);
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const std::size_t checkpoint = st.checkpoint();
+    st.restore(**it);
+    if (!st.fits(pod_)) st.rollback(checkpoint);
+  }
+  NodePlan plan;
+  plan.candidate = &c;
+  plan.units = st.commit();
+  std::sort(plan.units.begin(), plan.units.end(), [this](const Unit* a, const Unit* b) {
+    return ranksBefore(staticRank(*a), staticRank(*b));
+  });
+  for (const Unit* u : plan.units) {
+    plan.pods += static_cast<int>(u->members.size());
+    plan.freed += u->here;
+  }
+  return plan;
+}
+
+bool Planner::better(const NodePlan& a, const NodePlan& b) const {
+  if (a.pods != b.pods) return a.pods < b.pods;
+  for (std::size_t i = 0; i < a.units.size() && i < b.units.size(); ++i) {
+    const Rank ra = staticRank(*a.units[i]);
+    const Rank rb = staticRank(*b.units[i]);
+    if (ranksBefore(ra, rb)) return true;
+    if (ranksBefore(rb, ra)) return false;
+  }
+  if (a.units.size() != b.units.size()) return a.units.size() < b.units.size();
+  if (a.freed.gpus != b.freed.gpus) return a.freed.gpus < b.freed.gpus;
+  return a.candidate->node->name() < b.candidate->node->name();
+}
+
+std::string Planner::victimReason(const Pod& victim) const {
+  const int q = queueOf(victim);
+  const std::string by = "Reclaimed by queue " + pod_.queue + ": ";
+  if (q < 0) return by + "queue " + victim.queue + " is above what it is owed";
+  const QueueInfo& info = queues_[static_cast<std::size_t>(q)];
+  if (info.excess() > 0) {
+    return by + std::string(info.name) + " is " + gpusText(info.excess()) + " over its " +
+           (haveFairShare_ ? "fair share" : "deserved quota") + " of " + formatGpus(info.owed);
+  }
+  return by + std::string(info.name) + " holds " + gpusText(info.allocated) +
+         ", above its deserved quota of " + formatGpus(info.state->quota.gpu.deserved);
+}
+
+ReclaimPlan Planner::commit(const NodePlan& chosen) const {
+  ReclaimPlan plan;
+  plan.node = chosen.candidate->node->name();
+  plan.reclaimer = pod_.key();
+  plan.reclaimerUid = pod_.uid;
+  plan.queue = pod_.queue;
+  plan.gpus = pod_.gpus;
+  plan.freedOnNode = chosen.freed.gpus;
+  std::map<std::string, int> perQueue;
+  for (const Unit* u : chosen.units) {
+    for (const auto& m : u->members) {
+      plan.victims.push_back({m, victimReason(*m)});
+      ++perQueue[m->queue];
+    }
+  }
+  const QueueInfo& mine = queues_[static_cast<std::size_t>(reclaimer_)];
+  std::string from;
+  for (const auto& [queue, count] : perQueue) {
+    from += (from.empty() ? "" : ", ") + std::to_string(count) + (count == 1 ? " pod" : " pods") +
+            " of " + queue;
+  }
+  plan.reason = "queue " + pod_.queue + " (" + formatGpus(mine.allocated) + "/" +
+                formatGpus(inQuota_ ? mine.state->quota.gpu.deserved : mine.owed) + " GPUs " +
+                (inQuota_ ? "deserved" : "fair share") + ") reclaims " + gpusText(pod_.gpus) +
+                " on " + plan.node + " for " + pod_.key() + " by evicting " + from;
+  return plan;
+}
+
+ReclaimOutcome Planner::run() {
+  using Kind = ReclaimOutcome::Kind;
+  if (pod_.gpus <= 0) return outcome(Kind::kNotEligible, "pod " + pod_.key() + " requests no GPUs");
+  buildQueues();
+  reclaimer_ = queueOf(pod_);
+  if (reclaimer_ < 0) {
+    return outcome(Kind::kNotEligible,
+                   "queue " + pod_.queue + " of pod " + pod_.key() + " does not exist");
+  }
+  QueueInfo& mine = queues_[static_cast<std::size_t>(reclaimer_)];
+  const MilliGpu after = mine.allocated + pod_.gpus;
+  const MilliGpu deserved = mine.state->quota.gpu.deserved;
+  inQuota_ = after <= deserved;
+  if (!inQuota_ && after > mine.owed) {
+    return outcome(Kind::kNotEligible,
+                   "queue " + pod_.queue + " would hold " + gpusText(after) +
+                       " with this pod, above its deserved " + formatGpus(deserved) +
+                       (haveFairShare_ ? " and its fair share " + formatGpus(mine.owed) : "") +
+                       ": it may borrow idle GPUs but not reclaim them");
+  }
+  noteReleasing();
+  bool anyVictimQueue = false;
+  for (std::size_t i = 0; i < queues_.size(); ++i) {
+    QueueInfo& q = queues_[i];
+    q.floor =
+        inQuota_ ? q.state->quota.gpu.deserved : std::max(q.state->quota.gpu.deserved, q.owed);
+    q.victim = static_cast<int>(i) != reclaimer_ && q.allocated > q.floor;
+    anyVictimQueue = anyVictimQueue || q.victim;
+  }
+
+  std::vector<Candidate> candidates;
+  MilliGpu reachable = 0;
+  for (const auto& ptr : snap_.nodes()) {
+    const NodeState& node = *ptr;
+    if (!node.node().takesNewPods() || !pod_.allowsModel(node.node().gpuModel) ||
+        node.allocatable() < pod_.gpus || options_.excludedNodes.count(node.name()) > 0) {
+      continue;
+    }
+    Candidate c;
+    c.node = &node;
+    if (auto it = releasingByNode_.find(node.name()); it != releasingByNode_.end()) {
+      c.releasingPods = it->second;
+      for (const auto& p : c.releasingPods) c.releasing += freedBy(*p);
+    }
+    if (c.releasingPods.empty()
+            ? nodeFits(node, pod_, snap_.fitOptions())
+            : Statement(node, c.releasing, c.releasingPods, queues_, snap_.fitOptions())
+                  .fits(pod_)) {
+      return outcome(
+          Kind::kNotNeeded,
+          "pod " + pod_.key() + " fits on node " + node.name() +
+              (c.releasingPods.empty() ? " now" : " once pods being evicted there are gone"));
+    }
+    // Prune on per-queue totals before looking at pods.
+    MilliGpu upper = node.free() + c.releasing.gpus;
+    for (const QueueUse& use : node.byQueue()) {
+      auto q = queueIndex_.find(use.queue);
+      if (q != queueIndex_.end() && queues_[static_cast<std::size_t>(q->second)].victim)
+        upper += use.allocated;
+    }
+    if (upper < pod_.gpus) {
+      reachable = std::max(reachable, std::min(node.free() + c.releasing.gpus, node.allocatable()));
+      continue;
+    }
+    collect(node, c);
+    std::vector<const Unit*> bySize;
+    for (const Unit& u : c.units) bySize.push_back(&u);
+    std::sort(bySize.begin(), bySize.end(),
+              [](const Unit* a, const Unit* b) { return a->here.gpus > b->here.gpus; });
+    // A lower bound on the evictions this node needs (queue headroom aside), and for the refusal
+    // message what the rules let one node free.
+    const MilliGpu start = node.free() + c.releasing.gpus;
+    MilliGpu have = start;
+    int k = 0;
+    while (have < pod_.gpus && k < static_cast<int>(bySize.size()))
+      have += bySize[static_cast<std::size_t>(k++)]->here.gpus;
+    {
+      Statement st(node, c.releasing, c.releasingPods, queues_, snap_.fitOptions());
+      for (const Unit* u : bySize) {
+        if (st.canEvict(*u)) st.evict(*u);
+      }
+      reachable = std::max(
+          reachable, std::min(start + st.freed().gpus - c.releasing.gpus, node.allocatable()));
+    }
+    if (have < pod_.gpus) continue;
+    c.bound = k;
+    candidates.push_back(std::move(c));
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return a.bound != b.bound ? a.bound < b.bound : a.node->name() < b.node->name();
+  });
+
+  std::optional<NodePlan> best;
+  for (const Candidate& c : candidates) {
+    if (best && c.bound > best->pods) break;
+    for (bool bySize : {false, true}) {
+      auto plan = evaluate(c, bySize);
+      if (plan && (!best || better(*plan, *best))) best = std::move(plan);
+    }
+  }
+  if (best) {
+    ReclaimOutcome out;
+    out.kind = Kind::kPlanned;
+    out.plan = commit(*best);
+    out.reason = out.plan->reason;
+    return out;
+  }
+  std::string why = "no node can be freed for " + pod_.key() + " (" + gpusText(pod_.gpus) +
+                    ", queue " + pod_.queue + "): ";
+  if (!anyVictimQueue) {
+    why += "no other queue holds more than it is owed";
+  } else {
+    why +=
+        "evicting what the rules allow leaves at most " + gpusText(reachable) + " free on one node";
+    auto count = [](std::size_t n, const char* what) {
+      return std::to_string(n) + (n == 1 ? " pod is " : " pods are ") + what;
+    };
+    if (!protected_.empty())
+      why += "; " + count(protected_.size(), "protected by reclaimMinRuntime");
+    if (!sparedSeen_.empty()) why += "; " + count(sparedSeen_.size(), "refused eviction");
+  }
+  return outcome(Kind::kNoPlan, std::move(why));
+}
+
+}  // namespace
+
+const char* reclaimKindName(ReclaimOutcome::Kind kind) {
+  switch (kind) {
+    case ReclaimOutcome::Kind::kPlanned:
+      return "planned";
+    case ReclaimOutcome::Kind::kNotNeeded:
+      return "not-needed";
+    case ReclaimOutcome::Kind::kNotEligible:
+      return "not-eligible";
+    case ReclaimOutcome::Kind::kNoPlan:
+      return "no-plan";
+  }
+  return "unknown";
+}
+
+MilliGpu owedGpus(const QueueState& queue) {
+  return queue.quota.gpu.deserved;
+}
+
+ReclaimOutcome planReclaim(const ClusterSnapshot& snapshot, const Pod& pod,
+                           const ReclaimOptions& options) {
+  return Planner(snapshot, pod, options).run();
+}
+
+}  // namespace gpufair::policy

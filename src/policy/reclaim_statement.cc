@@ -1,0 +1,140 @@
+#include "reclaim_statement.h"
+
+#include <algorithm>
+
+namespace gpufair::policy::reclaim_detail {
+
+bool ranksBefore(const Rank& a, const Rank& b) {
+  if (a.excess != b.excess) return a.excess > b.excess;
+  if (a.queue != b.queue) return a.queue < b.queue;
+  if (a.youngest != b.youngest) {
+    if (!a.youngest || !b.youngest) return a.youngest.has_value();  // unknown start: oldest
+    return *a.youngest > *b.youngest;
+  }
+  return a.uid < b.uid;
+}
+
+namespace {
+
+// Whether arithmetic on totals decides fit exactly: every GPU is either whole-used or free.
+bool isSimple(const NodeState& node) {
+  if (node.allocatable() != static_cast<MilliGpu>(node.gpuCount()) * kMilliPerGpu) return false;
+  if (node.used() > node.allocatable()) return false;
+  for (const auto& pod : node.pods()) {
+    if (pod->holdsGpus() && pod->isFractional()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Statement::Statement(const NodeState& node, const Freed& releasing,
+                     std::span<const PodPtr> releasingPods, const std::vector<QueueInfo>& queues,
+                     const FitOptions& fit)
+    : node_(node),
+      releasingPods_(releasingPods),
+      queues_(queues),
+      fit_(fit),
+      simple_(isSimple(node)),
+      freed_(releasing) {}
+
+MilliGpu Statement::consumed(int queue) const {
+  for (const auto& [q, amount] : consumed_) {
+    if (q == queue) return amount;
+  }
+  return 0;
+}
+
+MilliGpu Statement::excessNow(int queue) const {
+  return queues_[static_cast<std::size_t>(queue)].excess() - consumed(queue);
+}
+
+bool Statement::canEvict(const Unit& unit) const {
+  for (const auto& [q, amount] : unit.cost) {
+    const QueueInfo& info = queues_[static_cast<std::size_t>(q)];
+    if (!info.victim || consumed(q) + amount > info.headroom()) return false;
+  }
+  return true;
+}
+
+void Statement::apply(const Unit& unit, bool evicted) {
+  if (evicted) {
+    freed_ += unit.here;
+  } else {
+    freed_ -= unit.here;
+  }
+  for (const auto& [q, amount] : unit.cost) {
+    auto it = std::find_if(consumed_.begin(), consumed_.end(),
+                           [q = q](const auto& c) { return c.first == q; });
+    if (it == consumed_.end()) it = consumed_.insert(consumed_.end(), {q, 0});
+    it->second += evicted ? amount : -amount;
+  }
+}
+
+void Statement::evict(const Unit& unit) {
+  apply(unit, true);
+  log_.push_back({&unit, true});
+}
+
+void Statement::restore(const Unit& unit) {
+  apply(unit, false);
+  log_.push_back({&unit, false});
+}
+
+void Statement::rollback(std::size_t checkpoint) {
+  while (log_.size() > checkpoint) {
+    const Op op = log_.back();
+    log_.pop_back();
+    apply(*op.unit, !op.evicted);
+  }
+}
+
+std::vector<const Unit*> Statement::commit() const {
+  std::vector<const Unit*> out;
+  for (const Op& op : log_) {
+    if (op.evicted) {
+      out.push_back(op.unit);
+    } else {
+      out.erase(std::find(out.begin(), out.end(), op.unit));
+    }
+  }
+  return out;
+}
+
+bool Statement::fits(const Pod& pod) const {
+  if (simple_) {
+    // Every GPU is whole-used or free: fully free GPUs = free / 1000, and the largest free share of
+    // one GPU is a whole GPU when any is free.
+    const MilliGpu free = node_.free() + freed_.gpus;
+    const MilliGpu need =
+        pod.isFractional()
+            ? kMilliPerGpu
+            : std::max(pod.gpus, static_cast<MilliGpu>(pod.gpuCount()) * kMilliPerGpu);
+    if (free < need) return false;
+    if (fit_.checkCpuMemory) {
+      const Node& n = node_.node();
+      if (pod.cpuMilli > 0 && n.cpuMilli - (node_.cpuUsed() - freed_.cpu) < pod.cpuMilli)
+        return false;
+      if (pod.memoryBytes > 0 &&
+          n.memoryBytes - (node_.memoryUsed() - freed_.memory) < pod.memoryBytes)
+        return false;
+    }
+    return true;
+  }
+  if (log_.empty() && releasingPods_.empty()) return nodeFits(node_, pod, fit_);
+  // Rebuild only this node without the victims and the pods being evicted, and ask nodeFits.
+  std::vector<std::string_view> gone;
+  for (const auto& p : releasingPods_) gone.push_back(p->uid);
+  for (const Unit* unit : commit()) {
+    for (const auto& m : unit->members) gone.push_back(m->uid);
+  }
+  std::vector<PodPtr> kept;
+  kept.reserve(node_.pods().size());
+  for (const auto& p : node_.pods()) {
+    if (std::find(gone.begin(), gone.end(), p->uid) == gone.end()) kept.push_back(p);
+  }
+  const NodeState after(node_.node(), std::move(kept), node_.generation());
+  return nodeFits(after, pod, fit_);
+}
+
+}  // namespace gpufair::policy::reclaim_detail
