@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "gpufair/policy/fair_share.h"
 #include "gpufair/policy/fragmentation.h"
 
 namespace gpufair::policy {
@@ -233,6 +234,12 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<Po
       ++q->pendingPods;
     }
   }
+  std::vector<FairShareInput> inputs;
+  inputs.reserve(queues_.size());
+  for (const auto& q : queues_) inputs.push_back(fairShareInput(q));
+  const std::vector<MilliGpu> shares =
+      computeFairShares(inputs, capacity_, fairShareGranularity(inputs, capacity_));
+  for (std::size_t i = 0; i < queues_.size(); ++i) queues_[i].fairShare = shares[i];
 }
 
 const NodeState* ClusterSnapshot::findNode(std::string_view name) const {

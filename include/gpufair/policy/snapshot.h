@@ -124,6 +124,8 @@ struct QueueState {
   MilliGpu pending = 0;    // requested by pending pods (kube-scheduler's queue as gpufair saw it)
   int pendingPods = 0;
   int runningPods = 0;
+  // Deserved (capped by demand) plus its weighted part of the idle GPUs: see fair_share.h.
+  MilliGpu fairShare = 0;
 
   // What the queue could still use within deserved: min(deserved, allocated + pending) - allocated.
   MilliGpu unmetDeserved() const;
