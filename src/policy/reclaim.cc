@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "gpufair/policy/fair_share.h"
+
 #include "reclaim_statement.h"
 
 namespace gpufair::policy {
@@ -88,7 +90,6 @@ class Planner {
   std::unordered_map<std::string_view, int> queueIndex_;
   int reclaimer_ = -1;
   bool inQuota_ = false;
-  bool haveFairShare_ = false;
   std::unordered_set<std::string_view> releasingUids_;
   std::unordered_map<std::string_view, std::vector<PodPtr>> releasingByNode_;
   std::optional<std::unordered_map<std::string, std::vector<PodPtr>>> gangs_;
@@ -113,7 +114,6 @@ void Planner::buildQueues() {
     q.allocated = all[i].allocated;
     q.owed = owedGpus(all[i]);
     q.minRuntime = all[i].quota.reclaimMinRuntime;
-    haveFairShare_ = haveFairShare_ || q.owed != all[i].quota.gpu.deserved;
     queueIndex_.emplace(q.name, static_cast<int>(i));
   }
   for (const auto& p : options_.promised) {
@@ -286,7 +286,7 @@ std::string Planner::victimReason(const Pod& victim) const {
   const QueueInfo& info = queues_[static_cast<std::size_t>(q)];
   if (info.excess() > 0) {
     return by + std::string(info.name) + " is " + gpusText(info.excess()) + " over its " +
-           (haveFairShare_ ? "fair share" : "deserved quota") + " of " + formatGpus(info.owed);
+           "fair share of " + formatGpus(info.owed);
   }
   return by + std::string(info.name) + " holds " + gpusText(info.allocated) +
          ", above its deserved quota of " + formatGpus(info.state->quota.gpu.deserved);
@@ -330,15 +330,16 @@ ReclaimOutcome Planner::run() {
                    "queue " + pod_.queue + " of pod " + pod_.key() + " does not exist");
   }
   QueueInfo& mine = queues_[static_cast<std::size_t>(reclaimer_)];
+  mine.owed = fairShareCounting(snap_, pod_);  // with the pod counted, pending or not
   const MilliGpu after = mine.allocated + pod_.gpus;
   const MilliGpu deserved = mine.state->quota.gpu.deserved;
   inQuota_ = after <= deserved;
   if (!inQuota_ && after > mine.owed) {
-    return outcome(Kind::kNotEligible,
-                   "queue " + pod_.queue + " would hold " + gpusText(after) +
-                       " with this pod, above its deserved " + formatGpus(deserved) +
-                       (haveFairShare_ ? " and its fair share " + formatGpus(mine.owed) : "") +
-                       ": it may borrow idle GPUs but not reclaim them");
+    return outcome(Kind::kNotEligible, "queue " + pod_.queue + " would hold " + gpusText(after) +
+                                           " with this pod, above its deserved " +
+                                           formatGpus(deserved) + " and its fair share " +
+                                           formatGpus(mine.owed) +
+                                           ": it may borrow idle GPUs but not reclaim them");
   }
   noteReleasing();
   bool anyVictimQueue = false;
@@ -461,7 +462,7 @@ const char* reclaimKindName(ReclaimOutcome::Kind kind) {
 }
 
 MilliGpu owedGpus(const QueueState& queue) {
-  return queue.quota.gpu.deserved;
+  return queue.fairShare;
 }
 
 ReclaimOutcome planReclaim(const ClusterSnapshot& snapshot, const Pod& pod,

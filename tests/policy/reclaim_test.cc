@@ -100,12 +100,34 @@ const Case kCases[] = {
      {ran(MakePod("team-a", "a").gpus(8).on("node-1"), 10),
       ran(MakePod("team-c", "c").gpus(8).on("node-2"), 500)},
      {MakeQueue("team-a").deserved(4), MakeQueue("team-b").deserved(8),
-      MakeQueue("team-c").deserved(0).weight(3)},
+      MakeQueue("team-c").deserved(0)},
      MakePod("team-b", "b").gpus(4),
      Kind::kPlanned,
      "node-2",
      {"c"},
-     "team-c is 8 GPUs over its deserved quota of 0"},
+     "Reclaimed by queue team-b: team-c is 4 GPUs over its fair share of 4"},
+    {"WeightsDecideWhoGivesBack",
+     nodes(4, 10),
+     {ran(MakePod("team-a", "a1").gpus(10).on("node-1"), 300),
+      ran(MakePod("team-a", "a2").gpus(10).on("node-2"), 200),
+      ran(MakePod("team-c", "c1").gpus(10).on("node-3"), 20),
+      ran(MakePod("team-c", "c2").gpus(10).on("node-4"), 10)},
+     {MakeQueue("team-a").deserved(0).weight(1), MakeQueue("team-b").deserved(10),
+      MakeQueue("team-c").deserved(0).weight(3)},
+     MakePod("team-b", "b").gpus(10),
+     Kind::kPlanned,
+     "node-2",
+     {"a2"},
+     "team-a is 10 GPUs over its fair share of 10"},
+    {"BelowFairShareReclaimsDownToTheVictimsShare",
+     nodes(4, 10),
+     teamAEverywhere(),
+     {MakeQueue("team-a").deserved(20), MakeQueue("team-b").deserved(4)},
+     MakePod("team-b", "big").gpus(8),
+     Kind::kPlanned,
+     "node-4",
+     {"a4"},
+     "queue team-b (0/8 GPUs fair share) reclaims 8 GPUs on node-4"},
     {"NeverBelowDeserved",
      nodes(4, 10),
      teamAEverywhere(),
@@ -124,15 +146,15 @@ const Case kCases[] = {
      "",
      {},
      "no other queue holds more than it is owed"},
-    {"ReclaimerAboveDeservedMayNotReclaim",
+    {"ReclaimerAboveDeservedAndFairShareMayNotReclaim",
      nodes(4, 10),
      teamAEverywhere(),
-     {MakeQueue("team-a").deserved(20), MakeQueue("team-b").deserved(4)},
+     {MakeQueue("team-a").deserved(20), MakeQueue("team-b").deserved(4).weight(0)},
      MakePod("team-b", "big").gpus(8),
      Kind::kNotEligible,
      "",
      {},
-     "queue team-b would hold 8 GPUs with this pod, above its deserved 4"},
+     "queue team-b would hold 8 GPUs with this pod, above its deserved 4 and its fair share 4"},
     {"FitsAlready",
      nodes(2, 10),
      {ran(MakePod("team-a", "a").gpus(10).on("node-1"), 100)},
@@ -300,7 +322,10 @@ std::vector<PodPtr> podsNamed(const ClusterSnapshot& snap, const std::vector<std
 
 TEST_P(ReclaimTest, Plans) {
   const Case& c = GetParam();
-  auto snap = testing::snapshotOf(c.nodes, c.pods, c.queues);
+  // The reclaimer is pending in the snapshot, as kube-scheduler's /filter made it.
+  std::vector<Pod> all = c.pods;
+  all.push_back(c.reclaimer);
+  auto snap = testing::snapshotOf(c.nodes, all, c.queues);
   const Pod pod = testing::resolved(*snap, c.reclaimer);
   ReclaimOptions options;
   options.now = kNow;
@@ -349,15 +374,19 @@ TEST_P(ReclaimTest, Plans) {
 INSTANTIATE_TEST_SUITE_P(Table, ReclaimTest, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return info.param.name; });
 
-TEST(ReclaimTest, VictimReasonSaysHowFarOver) {
-  auto snap = testing::snapshotOf(nodes(4, 10), teamAEverywhere(), abTwenty());
+TEST(ReclaimTest, VictimReasonSaysHowFarOverItsFairShare) {
+  // team-b waits for 20 GPUs in all, so team-a's fair share is its deserved 20.
+  std::vector<Pod> pods = teamAEverywhere();
+  pods.push_back(MakePod("team-b", "big").gpus(8));
+  pods.push_back(MakePod("team-b", "more").gpus(12));
+  auto snap = testing::snapshotOf(nodes(4, 10), pods, abTwenty());
   ReclaimOptions options;
   options.now = kNow;
   auto out =
       planReclaim(*snap, testing::resolved(*snap, MakePod("team-b", "big").gpus(8)), options);
   ASSERT_TRUE(out.plan.has_value());
   EXPECT_EQ(out.plan->victims.front().reason,
-            "Reclaimed by queue team-b: team-a is 20 GPUs over its deserved quota of 20");
+            "Reclaimed by queue team-b: team-a is 20 GPUs over its fair share of 20");
 }
 
 TEST(ReclaimTest, PromisedGpusCountForTheirQueue) {

@@ -110,7 +110,7 @@ TEST(ReclaimControllerTest, EvictsTheFewestBorrowedPodsAndHoldsTheNode) {
   EXPECT_EQ(stats.inFlight, 1);
   EXPECT_EQ(f.evictor.calls, std::vector<std::string>{"a4"});
   EXPECT_EQ(f.evictor.reasons.front(),
-            "Reclaimed by queue team-b: team-a is 20 GPUs over its deserved quota of 20");
+            "Reclaimed by queue team-b: team-a is 8 GPUs over its fair share of 32");
   EXPECT_EQ(f.observer.log,
             (std::vector<std::string>{"evicted a4", "reclaimed team-b/big on node-4"}));
   EXPECT_EQ(f.mirror.snapshot()->findNode("node-4")->free(), testing::gpus(8));

@@ -5,8 +5,7 @@
 //   above
 //     its deserved quota (and, when the reclaimer is only owed its fair share, at or above the
 //     victim queue's own fair share) after the evictions; the reclaimer's queue is never a victim;
-//   - among candidates, the queue most above its fair share (deserved, while no fair share is
-//     known) gives first, and within a queue the youngest pods (status.startTime, else creation);
+//   - among candidates, the queue most above its fair share gives first, and within a queue the youngest pods (status.startTime, else creation);
 //   - pods that have run for less than their queue's reclaimMinRuntime are protected (a pod with no
 //     known start time counts as having run long enough: cluster files may omit it);
 //   - pods of a gang (label gpufair.io/gang, same namespace) are evicted together or not at all;
@@ -83,8 +82,8 @@ struct ReclaimOutcome {
 };
 const char* reclaimKindName(ReclaimOutcome::Kind kind);
 
-// What a queue is owed before others may keep borrowing from it: its fair share when the snapshot
-// knows one, else its deserved quota. (Victim ordering ranks queues by how far above it they are.)
+// What a queue is owed before others may keep borrowing from it: its fair share (fair_share.h).
+// Victim ordering ranks queues by how far above it they are.
 MilliGpu owedGpus(const QueueState& queue);
 
 // The pod's queue must be owed the pod's GPUs: allocated (plus promised) + pod.gpus within deserved
