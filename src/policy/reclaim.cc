@@ -48,6 +48,7 @@ struct NodePlan {
   const Candidate* candidate = nullptr;
   std::vector<const Unit*> units;  // in victim order
   int pods = 0;
+  int unlabelled = 0;  // pods not labelled borrowed (their queue is over, but they were not told)
   Freed freed;
 };
 
@@ -184,6 +185,7 @@ std::optional<Unit> Planner::unitFor(const PodPtr& pod, const NodeState& node) {
     }
   }
   for (const auto& m : unit.members) {
+    if (m->gpus > 0 && !m->overQuota) unit.borrowed = false;
     if (m->nodeName == node.name()) unit.here += freedBy(*m);
     unit.gpus += m->gpus;
     const auto start = startOf(*m);
@@ -217,7 +219,7 @@ void Planner::collect(const NodeState& node, Candidate& candidate) {
 
 Rank Planner::staticRank(const Unit& unit) const {
   const QueueInfo& q = queues_[static_cast<std::size_t>(unit.queue)];
-  return {q.excess(), q.name, unit.youngest, unit.members.front()->uid};
+  return {unit.borrowed, q.excess(), q.name, unit.youngest, unit.members.front()->uid};
 }
 
 // Greedy on a statement: by victim order (bySize false) or by GPUs freed here first (bySize true),
@@ -233,7 +235,7 @@ std::optional<NodePlan> Planner::evaluate(const Candidate& c, bool bySize) const
       const Unit& u = c.units[i];
       if (taken[i] || !st.canEvict(u)) continue;
       const QueueInfo& q = queues_[static_cast<std::size_t>(u.queue)];
-      const Rank r{st.excessNow(u.queue), q.name, u.youngest, u.members.front()->uid};
+      const Rank r{u.borrowed, st.excessNow(u.queue), q.name, u.youngest, u.members.front()->uid};
       const Unit* best = pick < 0 ? nullptr : &c.units[static_cast<std::size_t>(pick)];
       const bool first = best == nullptr ||
                          (bySize && u.here.gpus != best->here.gpus ? u.here.gpus > best->here.gpus
@@ -261,12 +263,14 @@ std::optional<NodePlan> Planner::evaluate(const Candidate& c, bool bySize) const
   });
   for (const Unit* u : plan.units) {
     plan.pods += static_cast<int>(u->members.size());
+    if (!u->borrowed) plan.unlabelled += static_cast<int>(u->members.size());
     plan.freed += u->here;
   }
   return plan;
 }
 
 bool Planner::better(const NodePlan& a, const NodePlan& b) const {
+  if (a.unlabelled != b.unlabelled) return a.unlabelled < b.unlabelled;
   if (a.pods != b.pods) return a.pods < b.pods;
   for (std::size_t i = 0; i < a.units.size() && i < b.units.size(); ++i) {
     const Rank ra = staticRank(*a.units[i]);
@@ -415,7 +419,9 @@ ReclaimOutcome Planner::run() {
 
   std::optional<NodePlan> best;
   for (const Candidate& c : candidates) {
-    if (best && c.bound > best->pods) break;
+    // Nodes come by a lower bound on their evictions: none after this one can beat the best plan
+    // (unless that plan had to take pods not labelled borrowed).
+    if (best && best->unlabelled == 0 && c.bound > best->pods) break;
     for (bool bySize : {false, true}) {
       auto plan = evaluate(c, bySize);
       if (plan && (!best || better(*plan, *best))) best = std::move(plan);

@@ -5,6 +5,7 @@
 namespace gpufair::policy::reclaim_detail {
 
 bool ranksBefore(const Rank& a, const Rank& b) {
+  if (a.borrowed != b.borrowed) return a.borrowed;
   if (a.excess != b.excess) return a.excess > b.excess;
   if (a.queue != b.queue) return a.queue < b.queue;
   if (a.youngest != b.youngest) {

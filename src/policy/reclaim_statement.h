@@ -56,12 +56,15 @@ struct Unit {
   Freed here;                                  // freed on the node being planned
   std::optional<Timestamp> youngest;           // latest start among members; none: unknown
   int queue = -1;                              // the queue it ranks by (the largest cost)
+  bool borrowed = true;                        // every member is labelled over-quota
   MilliGpu gpus = 0;                           // GPUs of all members
 };
 
-// The rank of a unit in victim order: queue most above what it is owed first, then the youngest,
-// then uid. `excess` is passed in because it changes as the statement evicts.
+// The rank of a unit in victim order: pods labelled borrowed (gpufair.io/over-quota, set at bind
+// and removed once a pod fits within deserved) first, then the queue most above what it is owed,
+// then the youngest, then uid. `excess` is passed in because it changes as the statement evicts.
 struct Rank {
+  bool borrowed = false;
   MilliGpu excess = 0;
   std::string_view queue;
   std::optional<Timestamp> youngest;

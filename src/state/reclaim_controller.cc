@@ -28,6 +28,7 @@ struct ReclaimController::Round {
   std::set<std::string, std::less<>> excludedNodes;
   std::vector<policy::PodPtr> promised;
   std::set<std::string, std::less<>> drainedQueues;  // queues that lost pods this round
+  std::map<std::string, std::uint64_t> evictedByQueue;
   ReclaimRoundStats stats;
   std::vector<policy::ReclaimPlan> dryRun;
 };
@@ -88,6 +89,11 @@ ReclaimRoundStats ReclaimController::lastRound() const {
 std::uint64_t ReclaimController::evictionsTotal() const {
   std::lock_guard lock(mu_);
   return evictionsTotal_;
+}
+
+std::map<std::string, std::uint64_t> ReclaimController::evictionsByQueue() const {
+  std::lock_guard lock(mu_);
+  return evictionsByQueue_;
 }
 
 void ReclaimController::pruneInFlight(Timestamp now) {
@@ -181,6 +187,7 @@ ReclaimRoundStats ReclaimController::runOnce() {
   std::lock_guard lock(mu_);
   lastRound_ = r.stats;
   evictionsTotal_ += static_cast<std::uint64_t>(r.stats.evicted);
+  for (const auto& [queue, n] : r.evictedByQueue) evictionsByQueue_[queue] += n;
   if (settings_.dryRun) lastDryRun_ = std::move(r.dryRun);
   return r.stats;
 }
@@ -223,6 +230,7 @@ ReclaimController::Result ReclaimController::reclaimFor(Round& r, const policy::
         r.drainedQueues.insert(victim.pod->queue);
         if (result.outcome == EvictOutcome::kEvicted) {
           ++r.stats.evicted;
+          ++r.evictedByQueue[victim.pod->queue];
           if (observer_) observer_->evicted(plan, victim);
         }
         continue;

@@ -115,6 +115,7 @@ TEST(ReclaimControllerTest, EvictsTheFewestBorrowedPodsAndHoldsTheNode) {
             (std::vector<std::string>{"evicted a4", "reclaimed team-b/big on node-4"}));
   EXPECT_EQ(f.mirror.snapshot()->findNode("node-4")->free(), testing::gpus(8));
   EXPECT_EQ(f.controller.evictionsTotal(), 1u);
+  EXPECT_EQ(f.controller.evictionsByQueue(), (std::map<std::string, std::uint64_t>{{"team-a", 1}}));
 
   // The next round evicts nothing more: the reclaim is in flight until team-b/big binds.
   stats = f.controller.runOnce();

@@ -2,20 +2,21 @@
 // fits on no node, because other queues borrowed the GPUs. planReclaim finds the fewest borrowed
 // pods to evict so that ONE node can take it:
 //   - victims come only from queues above what they are owed: a victim's queue must stay at or
-//   above
-//     its deserved quota (and, when the reclaimer is only owed its fair share, at or above the
-//     victim queue's own fair share) after the evictions; the reclaimer's queue is never a victim;
-//   - among candidates, the queue most above its fair share gives first, and within a queue the youngest pods (status.startTime, else creation);
-//   - pods that have run for less than their queue's reclaimMinRuntime are protected (a pod with no
-//     known start time counts as having run long enough: cluster files may omit it);
+//     above its deserved quota (and, when the reclaimer is only owed its fair share, at or above
+//     the victim queue's own fair share) after the evictions; the reclaimer's queue never gives;
+//   - victim order: pods labelled borrowed (gpufair.io/over-quota) before unlabelled pods of an
+//     over-quota queue (placed before gpufair, or by another scheduler); then the queue most above
+//     its fair share; then the youngest pods (status.startTime, else creation time);
+//   - pods that have run for less than their queue's reclaimMinRuntime are protected (a pod with
+//     no known start time counts as having run long enough: cluster files may omit it);
 //   - pods of a gang (label gpufair.io/gang, same namespace) are evicted together or not at all;
 //   - terminating pods, pods already being evicted (options.releasing) and pods spared by the
-//   caller
-//     (a PodDisruptionBudget refused them) are never chosen.
+//     caller (a PodDisruptionBudget refused them) are never chosen.
 // Every candidate node is worked out on a statement (checkpoint / rollback / commit, as KAI's
 // Statement does): victims are evicted virtually, and only a committed statement becomes the plan.
-// Among nodes the plan with the fewest evicted pods wins; then the one whose victims rank first in
-// the order above; then the fewest GPUs freed; then the node name. Deterministic.
+// Among nodes, the plan with the fewest unlabelled victims wins, then the fewest evicted pods, then
+// the one whose victims rank first in the order above, then the fewest GPUs freed, then the node
+// name. Deterministic.
 //
 // Speed: nodes whose free GPUs plus everything reclaimable on them cannot reach the request are
 // pruned from per-queue totals without looking at pods; the others are visited in order of a lower

@@ -124,6 +124,8 @@ class ReclaimController {
   std::vector<policy::ReclaimPlan> lastDryRun() const;
   ReclaimRoundStats lastRound() const;
   std::uint64_t evictionsTotal() const;
+  // Pods evicted since start, by the victims' queue (for gpufair_reclaim_evictions_total{queue}).
+  std::map<std::string, std::uint64_t> evictionsByQueue() const;
   const ReclaimSettings& settings() const { return settings_; }
 
  private:
@@ -155,10 +157,11 @@ class ReclaimController {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;                        // GUARDED_BY(mu_)
-  std::vector<policy::ReclaimPlan> lastDryRun_;  // GUARDED_BY(mu_)
-  ReclaimRoundStats lastRound_;                  // GUARDED_BY(mu_)
-  std::uint64_t evictionsTotal_ = 0;             // GUARDED_BY(mu_)
+  bool stopping_ = false;                                  // GUARDED_BY(mu_)
+  std::vector<policy::ReclaimPlan> lastDryRun_;            // GUARDED_BY(mu_)
+  ReclaimRoundStats lastRound_;                            // GUARDED_BY(mu_)
+  std::uint64_t evictionsTotal_ = 0;                       // GUARDED_BY(mu_)
+  std::map<std::string, std::uint64_t> evictionsByQueue_;  // GUARDED_BY(mu_)
   std::thread thread_;
 };
 
