@@ -50,6 +50,9 @@ class KubeSource final : public api::Binder, public api::DecisionObserver {
   const std::string& ns() const { return ns_; }
   std::string server() const { return client_->server(); }
   bool isLeader() const;
+  // For the reclaim loop: the API client (evictions) and the Event recorder.
+  k8s::KubeClientPtr client() const { return client_; }
+  k8s::EventRecorder& events() { return *events_; }
 
   // api::Binder: POST a Binding; the watch confirms it.
   Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) override;

@@ -19,6 +19,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "kube_source.h"
+#include "reclaim_runner.h"
 
 namespace gpufair::app {
 namespace {
@@ -57,6 +58,17 @@ const std::vector<FlagSpec>& serveFlags() {
   return kFlags;
 }
 
+// serve's flags with the reclaim loop's (before --help).
+const std::vector<FlagSpec>& allServeFlags() {
+  static const std::vector<FlagSpec> kAll = [] {
+    std::vector<FlagSpec> flags = serveFlags();
+    auto reclaim = reclaimFlags();
+    flags.insert(flags.end() - 1, reclaim.begin(), reclaim.end());
+    return flags;
+  }();
+  return kAll;
+}
+
 volatile std::sig_atomic_t gStop = 0;
 extern "C" void onSignal(int) {
   gStop = 1;
@@ -84,12 +96,12 @@ int runServe(const std::vector<std::string>& argv) {
   const std::string summary =
       "Serves kube-scheduler's extender webhooks (POST /filter, /prioritize, /preempt, /bind;\n"
       "GET /healthz, /readyz, /debug/snapshot) on --listen.";
-  auto parsed = parseArgs(argv, serveFlags());
+  auto parsed = parseArgs(argv, allServeFlags());
   if (!parsed)
-    return fail(parsed.error() + "\n\n" + usage("serve [flags]", summary, serveFlags()), 2);
+    return fail(parsed.error() + "\n\n" + usage("serve [flags]", summary, allServeFlags()), 2);
   const ParsedArgs& args = *parsed;
   if (args.has("help")) {
-    std::cout << usage("serve [flags]", summary, serveFlags());
+    std::cout << usage("serve [flags]", summary, allServeFlags());
     return 0;
   }
   auto level = spdlog::level::from_str(args.get("log-level"));
@@ -128,6 +140,9 @@ int runServe(const std::vector<std::string>& argv) {
   if (!pendingTtl) return fail("--pending-ttl: " + pendingTtl.error(), 2);
   mirrorOptions.assumeTtl = std::chrono::seconds{std::max<long long>(1, *assumeTtl / 1000)};
   mirrorOptions.pendingTtl = std::chrono::seconds{std::max<long long>(1, *pendingTtl / 1000)};
+
+  auto reclaimSettings = parseReclaimSettings(args);
+  if (!reclaimSettings) return fail(reclaimSettings.error(), 2);
 
   std::shared_ptr<const policy::Scorer> scorer = policy::makeScorer(args.get("scorer"));
   if (!scorer) {
@@ -199,6 +214,9 @@ int runServe(const std::vector<std::string>& argv) {
     if (kube) kube->stop();
     return fail(started.reason());
   }
+  // The reclaim loop: in memory for a cluster file, through the Eviction API (leader only) else.
+  ReclaimRunner reclaim(mirror, *reclaimSettings, std::make_shared<SystemClock>(), kube.get());
+  reclaim.start();
 
   auto snap = mirror.snapshot();
   const std::string url = "http://" + [&] {
@@ -208,9 +226,9 @@ int runServe(const std::vector<std::string>& argv) {
     if (host.find(':') != std::string::npos) host = "[" + host + "]";
     return host;
   }() + ":" + std::to_string(server.port());
-  spdlog::info("{}: {} nodes, {} GPUs ({} free), {} queues, scorer {}", source,
+  spdlog::info("{}: {} nodes, {} GPUs ({} free), {} queues, scorer {}, reclaim {}", source,
                snap->nodes().size(), formatGpus(snap->capacity()), formatGpus(snap->free()),
-               snap->queues().size(), scorer->name());
+               snap->queues().size(), scorer->name(), reclaimModeName(*reclaimSettings));
   std::cout << "gpufair is serving the extender webhooks on " << url << "\n"
             << "  try:  curl -s " << url << "/debug/snapshot\n"
             << "        curl -s -X POST " << url
@@ -229,6 +247,7 @@ int runServe(const std::vector<std::string>& argv) {
     }
   }
   spdlog::info("stopping: finishing requests in flight");
+  reclaim.stop();  // no eviction starts after this; the round in progress finishes
   server.stop();
   if (kube) kube->stop();  // releases the Lease so another replica takes over at once
   return 0;

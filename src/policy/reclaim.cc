@@ -115,6 +115,7 @@ void Planner::buildQueues() {
     q.allocated = all[i].allocated;
     q.owed = owedGpus(all[i]);
     q.minRuntime = all[i].quota.reclaimMinRuntime;
+    q.labelled = all[i].overQuota;
     queueIndex_.emplace(q.name, static_cast<int>(i));
   }
   for (const auto& p : options_.promised) {
@@ -196,6 +197,13 @@ std::optional<Unit> Planner::unitFor(const PodPtr& pod, const NodeState& node) {
                            [q](const auto& c) { return c.first == q; });
     if (it == unit.cost.end()) it = unit.cost.insert(unit.cost.end(), {q, 0});
     it->second += m->gpus;
+    if (!m->overQuota) {
+      auto u = std::find_if(unit.unlabelledCost.begin(), unit.unlabelledCost.end(),
+                            [q](const auto& c) { return c.first == q; });
+      if (u == unit.unlabelledCost.end())
+        u = unit.unlabelledCost.insert(unit.unlabelledCost.end(), {q, 0});
+      u->second += m->gpus;
+    }
   }
   if (unit.here.gpus <= 0 || unit.cost.empty()) return std::nullopt;
   unit.queue =

@@ -39,21 +39,32 @@ Statement::Statement(const NodeState& node, const Freed& releasing,
       simple_(isSimple(node)),
       freed_(releasing) {}
 
-MilliGpu Statement::consumed(int queue) const {
-  for (const auto& [q, amount] : consumed_) {
+MilliGpu Statement::amountOf(const std::vector<std::pair<int, MilliGpu>>& list, int queue) {
+  for (const auto& [q, amount] : list) {
     if (q == queue) return amount;
   }
   return 0;
 }
 
+void Statement::add(std::vector<std::pair<int, MilliGpu>>& list, int queue, MilliGpu amount) {
+  auto it =
+      std::find_if(list.begin(), list.end(), [queue](const auto& c) { return c.first == queue; });
+  if (it == list.end()) it = list.insert(list.end(), {queue, 0});
+  it->second += amount;
+}
+
 MilliGpu Statement::excessNow(int queue) const {
-  return queues_[static_cast<std::size_t>(queue)].excess() - consumed(queue);
+  return queues_[static_cast<std::size_t>(queue)].excess() - amountOf(consumed_, queue);
 }
 
 bool Statement::canEvict(const Unit& unit) const {
   for (const auto& [q, amount] : unit.cost) {
     const QueueInfo& info = queues_[static_cast<std::size_t>(q)];
-    if (!info.victim || consumed(q) + amount > info.headroom()) return false;
+    if (!info.victim || amountOf(consumed_, q) + amount > info.headroom()) return false;
+  }
+  for (const auto& [q, amount] : unit.unlabelledCost) {
+    const QueueInfo& info = queues_[static_cast<std::size_t>(q)];
+    if (amountOf(consumedUnlabelled_, q) + amount > info.unlabelledHeadroom()) return false;
   }
   return true;
 }
@@ -64,12 +75,9 @@ void Statement::apply(const Unit& unit, bool evicted) {
   } else {
     freed_ -= unit.here;
   }
-  for (const auto& [q, amount] : unit.cost) {
-    auto it = std::find_if(consumed_.begin(), consumed_.end(),
-                           [q = q](const auto& c) { return c.first == q; });
-    if (it == consumed_.end()) it = consumed_.insert(consumed_.end(), {q, 0});
-    it->second += evicted ? amount : -amount;
-  }
+  for (const auto& [q, amount] : unit.cost) add(consumed_, q, evicted ? amount : -amount);
+  for (const auto& [q, amount] : unit.unlabelledCost)
+    add(consumedUnlabelled_, q, evicted ? amount : -amount);
 }
 
 void Statement::evict(const Unit& unit) {

@@ -25,7 +25,14 @@ struct QueueInfo {
   bool victim = false;     // may give GPUs in this plan
   std::chrono::seconds minRuntime{0};
 
+  // GPUs held by pods labelled borrowed. Unlabelled pods of the queue may give only what its
+  // excess over the floor leaves beyond those: the labeller keeps the label on exactly the pods
+  // beyond deserved, so unlabelled pods are the in-quota ones, unless the queue's pods were placed
+  // without gpufair (no labels at all).
+  MilliGpu labelled = 0;
+
   MilliGpu headroom() const { return allocated > floor ? allocated - floor : 0; }
+  MilliGpu unlabelledHeadroom() const { return headroom() > labelled ? headroom() - labelled : 0; }
   MilliGpu excess() const { return allocated - owed; }  // may be negative
 };
 
@@ -53,11 +60,12 @@ struct Freed {
 struct Unit {
   std::vector<PodPtr> members;                 // sorted by uid
   std::vector<std::pair<int, MilliGpu>> cost;  // GPUs taken from each queue (index, amount)
-  Freed here;                                  // freed on the node being planned
-  std::optional<Timestamp> youngest;           // latest start among members; none: unknown
-  int queue = -1;                              // the queue it ranks by (the largest cost)
-  bool borrowed = true;                        // every member is labelled over-quota
-  MilliGpu gpus = 0;                           // GPUs of all members
+  std::vector<std::pair<int, MilliGpu>> unlabelledCost;  // of cost, by pods not labelled borrowed
+  Freed here;                                            // freed on the node being planned
+  std::optional<Timestamp> youngest;  // latest start among members; none: unknown
+  int queue = -1;                     // the queue it ranks by (the largest cost)
+  bool borrowed = true;               // every member is labelled over-quota
+  MilliGpu gpus = 0;                  // GPUs of all members
 };
 
 // The rank of a unit in victim order: pods labelled borrowed (gpufair.io/over-quota, set at bind
@@ -98,7 +106,8 @@ class Statement {
     bool evicted;
   };
   void apply(const Unit& unit, bool evicted);
-  MilliGpu consumed(int queue) const;
+  static MilliGpu amountOf(const std::vector<std::pair<int, MilliGpu>>& list, int queue);
+  static void add(std::vector<std::pair<int, MilliGpu>>& list, int queue, MilliGpu amount);
 
   const NodeState& node_;
   std::span<const PodPtr> releasingPods_;
@@ -107,6 +116,7 @@ class Statement {
   bool simple_;
   Freed freed_;                                     // by releasing pods and evicted units
   std::vector<std::pair<int, MilliGpu>> consumed_;  // per queue touched
+  std::vector<std::pair<int, MilliGpu>> consumedUnlabelled_;
   std::vector<Op> log_;
 };
 
