@@ -1,6 +1,7 @@
 #include "gpufair/policy/reclaim.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -38,10 +39,12 @@ Freed freedBy(const Pod& pod) {
 // One node worth planning on, with what could be evicted there.
 struct Candidate {
   const NodeState* node = nullptr;
-  int bound = 0;  // fewest units that could possibly free enough
+  bool simple = false;  // every GPU whole-used or free: fit is arithmetic (reclaim_statement.h)
+  int bound = 0;        // fewest pods whose eviction could free enough (gangs and headroom aside)
+  Rank optimistic;      // no unit on this node ranks before this
   Freed releasing;
   std::vector<PodPtr> releasingPods;
-  std::vector<Unit> units;
+  std::vector<Unit> units;  // filled only when the node is evaluated
 };
 
 struct NodePlan {
@@ -73,6 +76,9 @@ class Planner {
     return it == queueIndex_.end() ? -1 : it->second;
   }
   bool isProtected(const Pod& pod, int queue) const;
+  // First pass over a node's pods: the lower bound and the optimistic rank; false when even
+  // evicting everything allowed cannot free enough.
+  bool screen(Candidate& c, MilliGpu* reachable);
   // Whether `pod` may be a victim on its own (gang aside); counts why not.
   bool evictable(const Pod& pod);
   std::optional<Unit> unitFor(const PodPtr& pod, const NodeState& node);
@@ -96,6 +102,7 @@ class Planner {
   std::optional<std::unordered_map<std::string, std::vector<PodPtr>>> gangs_;
   std::unordered_set<std::string_view> protected_;  // uids seen protected by reclaimMinRuntime
   std::unordered_set<std::string_view> sparedSeen_;
+  std::vector<MilliGpu> sizes_;  // scratch for screen()
 };
 
 bool Planner::isProtected(const Pod& pod, int queue) const {
@@ -141,8 +148,9 @@ void Planner::noteReleasing() {
 }
 
 bool Planner::evictable(const Pod& pod) {
-  if (!pod.holdsGpus() || pod.terminating || releasingUids_.count(pod.uid) > 0) return false;
-  if (options_.spared.count(pod.uid) > 0) {
+  if (!pod.holdsGpus() || pod.terminating) return false;
+  if (!releasingUids_.empty() && releasingUids_.count(pod.uid) > 0) return false;
+  if (!options_.spared.empty() && options_.spared.count(pod.uid) > 0) {
     sparedSeen_.insert(pod.uid);
     return false;
   }
@@ -160,7 +168,8 @@ const std::vector<PodPtr>& Planner::gangMembers(const std::string& key) {
     gangs_.emplace();
     for (const auto& node : snap_.nodes()) {
       for (const auto& p : node->pods()) {
-        if (p->labels.empty() || !p->holdsGpus() || p->terminating) continue;
+        // Members without GPUs (a launcher, say) are left alone: they hold nothing reclaim needs.
+        if (p->gpus <= 0 || p->labels.empty() || !p->holdsGpus() || p->terminating) continue;
         auto it = p->labels.find(kGangLabelKey);
         if (it != p->labels.end()) (*gangs_)[p->ns + "/" + it->second].push_back(p);
       }
@@ -225,6 +234,39 @@ void Planner::collect(const NodeState& node, Candidate& candidate) {
   }
 }
 
+bool Planner::screen(Candidate& c, MilliGpu* reachable) {
+  const NodeState& node = *c.node;
+  c.simple = node.allocatable() == static_cast<MilliGpu>(node.gpuCount()) * kMilliPerGpu &&
+             node.used() <= node.allocatable();
+  sizes_.clear();
+  bool any = false;
+  for (const auto& p : node.pods()) {
+    if (p->holdsGpus() && p->isFractional()) c.simple = false;
+    if (p->gpus <= 0 || !evictable(*p)) continue;
+    const int q = queueOf(*p);
+    const QueueInfo& info = queues_[static_cast<std::size_t>(q)];
+    if (p->gpus > info.headroom() || (!p->overQuota && p->gpus > info.unlabelledHeadroom()))
+      continue;
+    sizes_.push_back(p->gpus);
+    // A gang's unit may rank before its member here (another member is younger, or its queue is
+    // another): count it as ranking first.
+    const bool gang = p->labels.find(kGangLabelKey) != p->labels.end();
+    const Rank r = gang ? Rank{true, std::numeric_limits<MilliGpu>::max(), {}, Timestamp::max(), {}}
+                        : Rank{p->overQuota, info.excess(), info.name, startOf(*p), p->uid};
+    if (!any || ranksBefore(r, c.optimistic)) c.optimistic = r;
+    any = true;
+  }
+  std::sort(sizes_.rbegin(), sizes_.rend());
+  MilliGpu have = node.free() + c.releasing.gpus;
+  int k = 0;
+  while (have < pod_.gpus && k < static_cast<int>(sizes_.size()))
+    have += sizes_[static_cast<std::size_t>(k++)];
+  c.bound = k;
+  if (have >= pod_.gpus) return true;
+  *reachable = std::max(*reachable, std::min(have, node.allocatable()));
+  return false;
+}
+
 Rank Planner::staticRank(const Unit& unit) const {
   const QueueInfo& q = queues_[static_cast<std::size_t>(unit.queue)];
   return {unit.borrowed, q.excess(), q.name, unit.youngest, unit.members.front()->uid};
@@ -233,7 +275,7 @@ Rank Planner::staticRank(const Unit& unit) const {
 // Greedy on a statement: by victim order (bySize false) or by GPUs freed here first (bySize true),
 // until the pod fits; then drops every victim not needed, least preferred first.
 std::optional<NodePlan> Planner::evaluate(const Candidate& c, bool bySize) const {
-  Statement st(*c.node, c.releasing, c.releasingPods, queues_, snap_.fitOptions());
+  Statement st(*c.node, c.simple, c.releasing, c.releasingPods, queues_, snap_.fitOptions());
   std::vector<char> taken(c.units.size(), 0);
   std::vector<const Unit*> order;
   while (!st.fits(pod_)) {
@@ -368,7 +410,8 @@ ReclaimOutcome Planner::run() {
   for (const auto& ptr : snap_.nodes()) {
     const NodeState& node = *ptr;
     if (!node.node().takesNewPods() || !pod_.allowsModel(node.node().gpuModel) ||
-        node.allocatable() < pod_.gpus || options_.excludedNodes.count(node.name()) > 0) {
+        node.allocatable() < pod_.gpus ||
+        (!options_.excludedNodes.empty() && options_.excludedNodes.count(node.name()) > 0)) {
       continue;
     }
     Candidate c;
@@ -376,15 +419,14 @@ ReclaimOutcome Planner::run() {
     if (auto it = releasingByNode_.find(node.name()); it != releasingByNode_.end()) {
       c.releasingPods = it->second;
       for (const auto& p : c.releasingPods) c.releasing += freedBy(*p);
-    }
-    if (c.releasingPods.empty()
-            ? nodeFits(node, pod_, snap_.fitOptions())
-            : Statement(node, c.releasing, c.releasingPods, queues_, snap_.fitOptions())
-                  .fits(pod_)) {
-      return outcome(
-          Kind::kNotNeeded,
-          "pod " + pod_.key() + " fits on node " + node.name() +
-              (c.releasingPods.empty() ? " now" : " once pods being evicted there are gone"));
+      if (Statement(node, false, c.releasing, c.releasingPods, queues_, snap_.fitOptions())
+              .fits(pod_)) {
+        return outcome(Kind::kNotNeeded, "pod " + pod_.key() + " fits on node " + node.name() +
+                                             " once pods being evicted there are gone");
+      }
+    } else if (nodeFits(node, pod_, snap_.fitOptions())) {
+      return outcome(Kind::kNotNeeded,
+                     "pod " + pod_.key() + " fits on node " + node.name() + " now");
     }
     // Prune on per-queue totals before looking at pods.
     MilliGpu upper = node.free() + c.releasing.gpus;
@@ -397,42 +439,39 @@ ReclaimOutcome Planner::run() {
       reachable = std::max(reachable, std::min(node.free() + c.releasing.gpus, node.allocatable()));
       continue;
     }
-    collect(node, c);
-    std::vector<const Unit*> bySize;
-    for (const Unit& u : c.units) bySize.push_back(&u);
-    std::sort(bySize.begin(), bySize.end(),
-              [](const Unit* a, const Unit* b) { return a->here.gpus > b->here.gpus; });
-    // A lower bound on the evictions this node needs (queue headroom aside), and for the refusal
-    // message what the rules let one node free.
-    const MilliGpu start = node.free() + c.releasing.gpus;
-    MilliGpu have = start;
-    int k = 0;
-    while (have < pod_.gpus && k < static_cast<int>(bySize.size()))
-      have += bySize[static_cast<std::size_t>(k++)]->here.gpus;
-    {
-      Statement st(node, c.releasing, c.releasingPods, queues_, snap_.fitOptions());
-      for (const Unit* u : bySize) {
-        if (st.canEvict(*u)) st.evict(*u);
-      }
-      reachable = std::max(
-          reachable, std::min(start + st.freed().gpus - c.releasing.gpus, node.allocatable()));
-    }
-    if (have < pod_.gpus) continue;
-    c.bound = k;
-    candidates.push_back(std::move(c));
+    if (screen(c, &reachable)) candidates.push_back(std::move(c));
   }
+  // By the lower bound on evictions, then by the best rank a victim there could have.
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-    return a.bound != b.bound ? a.bound < b.bound : a.node->name() < b.node->name();
+    if (a.bound != b.bound) return a.bound < b.bound;
+    if (ranksBefore(a.optimistic, b.optimistic)) return true;
+    if (ranksBefore(b.optimistic, a.optimistic)) return false;
+    return a.node->name() < b.node->name();
   });
 
   std::optional<NodePlan> best;
-  for (const Candidate& c : candidates) {
-    // Nodes come by a lower bound on their evictions: none after this one can beat the best plan
-    // (unless that plan had to take pods not labelled borrowed).
-    if (best && best->unlabelled == 0 && c.bound > best->pods) break;
+  for (Candidate& c : candidates) {
+    // Nothing after this node can beat the best plan: it needs more evictions, or as many with a
+    // first victim that ranks after the best plan's (unless the best plan had to take pods not
+    // labelled borrowed).
+    if (best && best->unlabelled == 0 &&
+        (c.bound > best->pods ||
+         (c.bound == best->pods && ranksBefore(staticRank(*best->units.front()), c.optimistic)))) {
+      break;
+    }
+    collect(*c.node, c);
     for (bool bySize : {false, true}) {
       auto plan = evaluate(c, bySize);
       if (plan && (!best || better(*plan, *best))) best = std::move(plan);
+    }
+    if (!best) {
+      // For the refusal: what the rules let this node free.
+      Statement st(*c.node, c.simple, c.releasing, c.releasingPods, queues_, snap_.fitOptions());
+      for (const Unit& u : c.units) {
+        if (st.canEvict(u)) st.evict(u);
+      }
+      reachable =
+          std::max(reachable, std::min(c.node->free() + st.freed().gpus, c.node->allocatable()));
     }
   }
   if (best) {

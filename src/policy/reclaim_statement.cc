@@ -15,28 +15,14 @@ bool ranksBefore(const Rank& a, const Rank& b) {
   return a.uid < b.uid;
 }
 
-namespace {
-
-// Whether arithmetic on totals decides fit exactly: every GPU is either whole-used or free.
-bool isSimple(const NodeState& node) {
-  if (node.allocatable() != static_cast<MilliGpu>(node.gpuCount()) * kMilliPerGpu) return false;
-  if (node.used() > node.allocatable()) return false;
-  for (const auto& pod : node.pods()) {
-    if (pod->holdsGpus() && pod->isFractional()) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-Statement::Statement(const NodeState& node, const Freed& releasing,
+Statement::Statement(const NodeState& node, bool simple, const Freed& releasing,
                      std::span<const PodPtr> releasingPods, const std::vector<QueueInfo>& queues,
                      const FitOptions& fit)
     : node_(node),
       releasingPods_(releasingPods),
       queues_(queues),
       fit_(fit),
-      simple_(isSimple(node)),
+      simple_(simple),
       freed_(releasing) {}
 
 MilliGpu Statement::amountOf(const std::vector<std::pair<int, MilliGpu>>& list, int queue) {

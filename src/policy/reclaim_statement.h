@@ -86,8 +86,11 @@ bool ranksBefore(const Rank& a, const Rank& b);
 // checked arithmetically, exactly as nodeFits would; others by rebuilding the node's state.
 class Statement {
  public:
-  Statement(const NodeState& node, const Freed& releasing, std::span<const PodPtr> releasingPods,
-            const std::vector<QueueInfo>& queues, const FitOptions& fit);
+  // simple: every GPU of the node is whole-used or free and it is not overcommitted (then fit is
+  // decided on totals); false always works (the node's state is rebuilt to decide).
+  Statement(const NodeState& node, bool simple, const Freed& releasing,
+            std::span<const PodPtr> releasingPods, const std::vector<QueueInfo>& queues,
+            const FitOptions& fit);
 
   bool canEvict(const Unit& unit) const;  // within every queue's headroom
   void evict(const Unit& unit);

@@ -9,7 +9,8 @@
 //     its fair share; then the youngest pods (status.startTime, else creation time);
 //   - pods that have run for less than their queue's reclaimMinRuntime are protected (a pod with
 //     no known start time counts as having run long enough: cluster files may omit it);
-//   - pods of a gang (label gpufair.io/gang, same namespace) are evicted together or not at all;
+//   - the GPU pods of a gang (label gpufair.io/gang, same namespace) are evicted together or not
+//     at all;
 //   - terminating pods, pods already being evicted (options.releasing) and pods spared by the
 //     caller (a PodDisruptionBudget refused them) are never chosen.
 // Every candidate node is worked out on a statement (checkpoint / rollback / commit, as KAI's
