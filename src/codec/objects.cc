@@ -387,6 +387,9 @@ Result<policy::Pod> decodePod(element root) {
                                                std::max<std::int64_t>(overheads.memory, 0));
   }
   if (Result<bool> r = gpuAnnotations(out); !r) return fail<policy::Pod>(what, r.error());
+  // A bad gang label or size is not a decode error: the pod still exists (and may hold GPUs);
+  // filter refuses it with Pod::gangError.
+  policy::applyGangLabels(out);
 
   object status;
   if (!optObject(pod, "status", status, present, error, "pod"))

@@ -30,6 +30,32 @@ std::string memory(std::int64_t bytes) {
   return text + "Gi memory";
 }
 
+// Reserved GPUs are whole GPUs nobody uses; a pod that does not hold them may not take them.
+Status fitsBesideReservations(const NodeState& node, const Pod& pod) {
+  const MilliGpu against = node.reservedAgainst(pod);
+  if (against == 0) return Status::ok();
+  const bool fits = pod.isFractional()
+                        ? node.largestPartialFree() >= pod.gpuShare || node.wholeGpusFor(pod) >= 1
+                        : node.wholeGpusFor(pod) >= pod.gpuCount();
+  if (fits) return Status::ok();
+  std::string held;
+  int others = 0;
+  for (const Reservation& r : node.reservations()) {
+    if (isHolder(pod, r.holder)) continue;
+    if (held.empty()) {
+      held = describe(r);
+    } else {
+      ++others;
+    }
+  }
+  if (others > 0)
+    held += " and " + std::to_string(others) + " more reservation" + (others == 1 ? "" : "s");
+  return Status::unschedulable(
+      "node " + node.name() + ": " + held + ", of " + std::to_string(node.fullyFreeGpus()) +
+      " whole GPUs free; pod needs " +
+      (pod.isFractional() ? formatGpus(pod.gpuShare) + " of one GPU" : gpus(pod.gpus)));
+}
+
 Status fitsGpus(const NodeState& node, const Pod& pod) {
   if (!pod.allowsModel(node.node().gpuModel)) {
     const std::string has = node.node().gpuModel.empty()
@@ -47,6 +73,9 @@ Status fitsGpus(const NodeState& node, const Pod& pod) {
     // reason ("0/5000 nodes are available: 2331 fewer than 4 GPUs free, ..."), and a request
     // refused on thousands of nodes builds thousands of these.
     return Status::unschedulable("fewer than " + gpus(pod.gpus) + " free");
+  }
+  if (!node.reservations().empty()) {
+    if (Status s = fitsBesideReservations(node, pod); !s.isOk()) return s;
   }
   if (pod.isFractional()) {
     if (node.largestGpuFree() < pod.gpuShare) {
@@ -111,9 +140,11 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
     return a;
   }
   const GpuQuota& quota = q->quota.gpu;
-  const MilliGpu after = q->allocated + pod.gpus;
+  // GPUs reserved for the queue's other pods and gangs are charged as if they ran.
+  const MilliGpu charged = q->allocated + snapshot.reservedInQueue(pod.queue, pod);
+  const MilliGpu after = charged + pod.gpus;
   if (quota.limit && after > *quota.limit) {
-    a.status = Status::unresolvable("queue " + pod.queue + " at " + formatGpus(q->allocated) + "/" +
+    a.status = Status::unresolvable("queue " + pod.queue + " at " + formatGpus(charged) + "/" +
                                     formatGpus(*quota.limit) + " GPUs (limit); pod needs " +
                                     gpus(pod.gpus));
     return a;
@@ -123,8 +154,8 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
   // Borrowing: the part of the request beyond deserved must come from idle GPUs.
   const MilliGpu borrow = std::min(pod.gpus, after - quota.deserved);
   if (quota.overQuotaWeight <= 0) {
-    a.status = Status::unschedulable("queue " + pod.queue + " at " + formatGpus(q->allocated) +
-                                     "/" + formatGpus(quota.deserved) +
+    a.status = Status::unschedulable("queue " + pod.queue + " at " + formatGpus(charged) + "/" +
+                                     formatGpus(quota.deserved) +
                                      " GPUs (deserved) and its overQuotaWeight is 0: it does not "
                                      "borrow; pod needs " +
                                      gpus(pod.gpus));
@@ -141,7 +172,7 @@ Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
   }
   const MilliGpu idle = snapshot.free() > held ? snapshot.free() - held : 0;
   if (borrow > idle) {
-    std::string reason = "queue " + pod.queue + " at " + formatGpus(q->allocated) + "/" +
+    std::string reason = "queue " + pod.queue + " at " + formatGpus(charged) + "/" +
                          formatGpus(quota.deserved) + " GPUs (deserved) would borrow " +
                          gpus(borrow) + " but only " + gpus(idle) + " are idle (" +
                          formatGpus(snapshot.free()) + " free";
@@ -182,6 +213,13 @@ bool nodeFits(const NodeState& node, const Pod& pod, const FitOptions& options) 
     if (pod.isFractional() ? node.largestGpuFree() < pod.gpuShare
                            : node.fullyFreeGpus() < pod.gpuCount()) {
       return false;
+    }
+    if (!node.reservations().empty() && node.reservedAgainst(pod) > 0) {
+      if (pod.isFractional()
+              ? node.largestPartialFree() < pod.gpuShare && node.wholeGpusFor(pod) < 1
+              : node.wholeGpusFor(pod) < pod.gpuCount()) {
+        return false;
+      }
     }
   }
   if (options.checkCpuMemory) {

@@ -1,5 +1,9 @@
 #include "gpufair/policy/filter.h"
 
+#include <algorithm>
+
+#include "gpufair/policy/gang.h"
+
 namespace gpufair::policy {
 namespace {
 
@@ -12,6 +16,12 @@ void reject(FilterResult& r, std::string_view node, Status status) {
 
 FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
                     std::span<const std::string_view> candidates) {
+  if (pod.inGang()) return filterGangMember(snapshot, pod, candidates);
+  return filterPod(snapshot, pod, candidates);
+}
+
+FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
+                       std::span<const std::string_view> candidates) {
   FilterResult r;
   const FitOptions& options = snapshot.fitOptions();
   if (pod.gpus == 0 && !options.checkCpuMemory) {
@@ -65,7 +75,13 @@ std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& po
   std::vector<double> raw(fitting.size());
   scorer.score(snapshot, pod, fitting, raw);
   const std::vector<int> normalized = normalizeScores(raw);
-  for (std::size_t j = 0; j < where.size(); ++j) scores[where[j]].score = normalized[j];
+  const bool holds = !snapshot.reservations().empty() && snapshot.reservedFor(pod) > 0;
+  for (std::size_t j = 0; j < where.size(); ++j) {
+    int score = normalized[j];
+    // The holder's reserved nodes come first; its other nodes stay below them.
+    if (holds) score = fitting[j]->reservedFor(pod) > 0 ? 10 : std::min(score, 9);
+    scores[where[j]].score = score;
+  }
   return scores;
 }
 

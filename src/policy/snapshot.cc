@@ -53,6 +53,10 @@ NodeState::NodeState(const NodeState& other)
       largestGpuFree_(other.largestGpuFree_),
       cpuUsed_(other.cpuUsed_),
       memoryUsed_(other.memoryUsed_),
+      reservations_(other.reservations_),
+      reserved_(other.reserved_),
+      largestPartialFree_(other.largestPartialFree_),
+      gangs_(other.gangs_),
       cache_(std::make_unique<FragSlot>()) {}
 
 NodeState& NodeState::operator=(const NodeState& other) {
@@ -67,16 +71,29 @@ NodeState& NodeState::operator=(const NodeState& other) {
   largestGpuFree_ = other.largestGpuFree_;
   cpuUsed_ = other.cpuUsed_;
   memoryUsed_ = other.memoryUsed_;
+  reservations_ = other.reservations_;
+  reserved_ = other.reserved_;
+  largestPartialFree_ = other.largestPartialFree_;
+  gangs_ = other.gangs_;
   cache_ = std::make_unique<FragSlot>();
   return *this;
 }
 
-NodeState::NodeState(Node node, std::vector<PodPtr> pods, std::uint64_t generation)
+NodeState::NodeState(Node node, std::vector<PodPtr> pods, std::uint64_t generation,
+                     std::vector<Reservation> reservations)
     : node_(std::move(node)),
       pods_(std::move(pods)),
       generation_(generation),
       gpuUsed_(static_cast<std::size_t>(std::max(0, node_.gpuCount())), 0),
+      reservations_(std::move(reservations)),
       cache_(std::make_unique<FragSlot>()) {
+  std::erase_if(reservations_, [](const Reservation& r) { return r.gpus <= 0; });
+  std::sort(reservations_.begin(), reservations_.end(),
+            [](const Reservation& a, const Reservation& b) { return a.holder < b.holder; });
+  for (auto& r : reservations_) {
+    r.node = node_.name;
+    reserved_ += r.gpus;
+  }
   std::sort(pods_.begin(), pods_.end(),
             [](const PodPtr& a, const PodPtr& b) { return a->uid < b->uid; });
   const int gpuCount = static_cast<int>(gpuUsed_.size());
@@ -109,10 +126,21 @@ NodeState::NodeState(Node node, std::vector<PodPtr> pods, std::uint64_t generati
     for (std::size_t i = 0; i < gpuUsed_.size(); ++i) {
       if (gpuUsed_[i] == 0) ++fullyFree_;
       largestGpuFree_ = std::max(largestGpuFree_, gpuFree(static_cast<int>(i)));
+      if (gpuUsed_[i] > 0) {
+        largestPartialFree_ = std::max(largestPartialFree_, gpuFree(static_cast<int>(i)));
+      }
     }
   }
   for (const auto& pod : pods_) {
     if (!pod->holdsGpus()) continue;
+    if (pod->inGang() && !pod->terminating) {
+      std::string key = pod->gangKey();
+      auto g = std::find_if(gangs_.begin(), gangs_.end(),
+                            [&](const GangUse& u) { return u.key == key; });
+      if (g == gangs_.end()) g = gangs_.insert(gangs_.end(), GangUse{std::move(key), 0, 0});
+      ++g->pods;
+      g->gpus += pod->gpus;
+    }
     cpuUsed_ += pod->cpuMilli;
     memoryUsed_ += pod->memoryBytes;
     if (pod->gpus == 0) continue;
@@ -128,6 +156,24 @@ NodeState::NodeState(Node node, std::vector<PodPtr> pods, std::uint64_t generati
 
 int NodeState::bestFitGpu(MilliGpu share) const {
   return bestFit(gpuUsed_, share);
+}
+
+MilliGpu NodeState::reservedAgainst(const Pod& pod) const {
+  MilliGpu sum = 0;
+  for (const auto& r : reservations_) {
+    if (!isHolder(pod, r.holder)) sum += r.gpus;
+  }
+  return sum;
+}
+
+MilliGpu NodeState::reservedFor(const Pod& pod) const {
+  return reserved_ - reservedAgainst(pod);
+}
+
+int NodeState::wholeGpusFor(const Pod& pod) const {
+  if (reservations_.empty()) return fullyFree_;
+  const auto held = static_cast<int>((reservedAgainst(pod) + kMilliPerGpu - 1) / kMilliPerGpu);
+  return fullyFree_ > held ? fullyFree_ - held : 0;
 }
 
 double NodeState::cachedFragmentation(const WorkloadPtr& workload,
@@ -240,6 +286,69 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<Po
   const std::vector<MilliGpu> shares =
       computeFairShares(inputs, capacity_, fairShareGranularity(inputs, capacity_));
   for (std::size_t i = 0; i < queues_.size(); ++i) queues_[i].fairShare = shares[i];
+  indexGangsAndReservations();
+}
+
+void ClusterSnapshot::indexGangsAndReservations() {
+  std::unordered_map<std::string, GangState> gangs;
+  for (const auto& node : nodes_) {
+    for (const auto& r : node->reservations()) {
+      reservations_.push_back(r);
+      if (r.holder.starts_with(kGangHolderPrefix)) {
+        GangState& g = gangs[r.holder];
+        g.reserved += r.gpus;
+      }
+    }
+    for (const auto& use : node->gangs()) {
+      GangState& g = gangs[use.key];
+      g.placed += use.pods;
+      g.placedGpus += use.gpus;
+    }
+    if (node->gangs().empty()) continue;
+    for (const auto& pod : node->pods()) {
+      if (pod->inGang() && pod->holdsGpus() && !pod->terminating) {
+        GangState& g = gangs[pod->gangKey()];
+        g.size = std::max(g.size, pod->gangSize);
+      }
+    }
+  }
+  for (const auto& pod : pending_) {
+    if (!pod->inGang()) continue;
+    GangState& g = gangs[pod->gangKey()];
+    g.size = std::max(g.size, pod->gangSize);
+    g.pending.push_back(pod);
+  }
+  gangs_.reserve(gangs.size());
+  for (auto& [key, g] : gangs) {
+    g.key = key;
+    std::sort(g.pending.begin(), g.pending.end(),
+              [](const PodPtr& a, const PodPtr& b) { return a->uid < b->uid; });
+    gangs_.push_back(std::move(g));
+  }
+  std::sort(gangs_.begin(), gangs_.end(),
+            [](const GangState& a, const GangState& b) { return a.key < b.key; });
+}
+
+MilliGpu ClusterSnapshot::reservedInQueue(std::string_view queue, const Pod& pod) const {
+  MilliGpu sum = 0;
+  for (const auto& r : reservations_) {
+    if (r.queue == queue && !isHolder(pod, r.holder)) sum += r.gpus;
+  }
+  return sum;
+}
+
+MilliGpu ClusterSnapshot::reservedFor(const Pod& pod) const {
+  MilliGpu sum = 0;
+  for (const auto& r : reservations_) {
+    if (isHolder(pod, r.holder)) sum += r.gpus;
+  }
+  return sum;
+}
+
+const GangState* ClusterSnapshot::findGang(std::string_view key) const {
+  auto it = std::lower_bound(gangs_.begin(), gangs_.end(), key,
+                             [](const GangState& g, std::string_view k) { return g.key < k; });
+  return it != gangs_.end() && it->key == key ? &*it : nullptr;
 }
 
 const NodeState* ClusterSnapshot::findNode(std::string_view name) const {

@@ -15,6 +15,14 @@ bool isPendingDemand(const policy::Pod& pod) {
   return pod.nodeName.empty() && pod.gpus > 0 && !pod.isFinished() && !pod.terminating;
 }
 
+void eraseGangMember(std::unordered_map<std::string, std::set<std::string>>& gangs,
+                     const std::string& gang, const std::string& uid) {
+  auto it = gangs.find(gang);
+  if (it == gangs.end()) return;
+  it->second.erase(uid);
+  if (it->second.empty()) gangs.erase(it);
+}
+
 }  // namespace
 
 Mirror::Mirror(ClockPtr clock, MirrorOptions options)
@@ -72,6 +80,11 @@ void Mirror::storeLocked(policy::PodPtr pod, Timestamp seen, bool fromApi) {
       }
     }
   }
+  if (it != pods_.end() && it->second.pod->inGang()) {
+    const std::string gang = it->second.pod->gangKey();
+    if (!pod->inGang() || pod->gangKey() != gang) eraseGangMember(gangMembers_, gang, key);
+  }
+  if (pod->inGang()) gangMembers_[pod->gangKey()].insert(key);
   markLocked(*pod);
   if (!pod->nodeName.empty()) podsOnNode_[pod->nodeName].insert(key);
   if (isPendingDemand(*pod)) {
@@ -97,6 +110,7 @@ void Mirror::removeLocked(const std::string& uid) {
       if (on->second.empty()) podsOnNode_.erase(on);
     }
   }
+  if (old.inGang()) eraseGangMember(gangMembers_, old.gangKey(), uid);
   pendingSet_.erase(uid);
   pods_.erase(it);
 }
@@ -104,11 +118,13 @@ void Mirror::removeLocked(const std::string& uid) {
 void Mirror::upsertPod(policy::Pod pod) {
   std::lock_guard lock(mu_);
   upsertPodLocked(std::move(pod), clock_->now());
+  settleReservationsLocked();
 }
 
 void Mirror::upsertPodLocked(policy::Pod pod, Timestamp now) {
   if (pod.uid.empty()) pod.uid = keyOf(pod);
   pod.queue = policy::resolveQueue(quota_, pod.ns, pod.labels);
+  policy::applyGangLabels(pod);
   pod.assumed = false;
   auto it = pods_.find(pod.uid);
   if (it == pods_.end()) observeLocked(pod);
@@ -130,7 +146,9 @@ void Mirror::upsertPodLocked(policy::Pod pod, Timestamp now) {
       if (pod.nodeName == old.nodeName) pod.overQuota = pod.overQuota || old.overQuota;
     }
   }
-  storeLocked(std::make_shared<const policy::Pod>(std::move(pod)), now, true);
+  auto stored = std::make_shared<const policy::Pod>(std::move(pod));
+  storeLocked(stored, now, true);
+  if (!reservations_.empty()) takeReservationsLocked(*stored);
 }
 
 void Mirror::replaceNodes(std::vector<policy::Node> nodes) {
@@ -160,11 +178,13 @@ void Mirror::replacePods(std::vector<policy::Pod> pods) {
   }
   for (const auto& uid : gone) removeLocked(uid);
   for (auto& p : pods) upsertPodLocked(std::move(p), now);
+  settleReservationsLocked();
 }
 
 void Mirror::deletePod(std::string_view uid) {
   std::lock_guard lock(mu_);
   removeLocked(std::string(uid));
+  settleReservationsLocked();
 }
 
 void Mirror::setQuotaConfig(QuotaConfig config) {
@@ -208,6 +228,7 @@ void Mirror::notePending(policy::Pod pod) {
     }
   }
   pod.queue = policy::resolveQueue(quota_, pod.ns, pod.labels);
+  policy::applyGangLabels(pod);
   pod.nodeName.clear();
   pod.assumed = false;
   if (pods_.find(pod.uid) == pods_.end()) observeLocked(pod);
@@ -259,7 +280,9 @@ Result<AssumeOutcome> Mirror::assumeLocked(std::string_view uid, std::string_vie
                                           std::string(node) + ": " + fit.reason());
   }
   const policy::Admission admission = policy::admit(*snap, pod);
-  if (!admission.status.isOk()) {
+  // A gang's quota was charged for all its members when its GPUs were reserved.
+  const bool reservedHere = pod.inGang() && target->reservedFor(pod) > 0;
+  if (!admission.status.isOk() && !reservedHere) {
     return Result<AssumeOutcome>::failure("pod " + pod.key() +
                                           " is not admitted: " + admission.status.reason());
   }
@@ -279,7 +302,11 @@ Result<AssumeOutcome> Mirror::assumeLocked(std::string_view uid, std::string_vie
   placed->overQuota = admission.overQuota;
   if (admission.overQuota) placed->labels[policy::kOverQuotaLabel] = "true";
   const bool fromApi = it->second.fromApi;
-  storeLocked(std::move(placed), clock_->now(), fromApi);
+  storeLocked(placed, clock_->now(), fromApi);
+  if (!reservations_.empty()) {
+    takeReservationsLocked(*placed);
+    settleReservationsLocked();
+  }
   return AssumeOutcome{std::string(node), admission.overQuota, admission.queue, gpuIndex};
 }
 
@@ -290,6 +317,7 @@ void Mirror::confirm(std::string_view uid) {
   auto bound = std::make_shared<policy::Pod>(*it->second.pod);
   bound->assumed = false;
   storeLocked(std::move(bound), it->second.seen, true);
+  settleReservationsLocked();
 }
 
 void Mirror::forget(std::string_view uid) {
@@ -304,6 +332,7 @@ void Mirror::forget(std::string_view uid) {
   pending->gpuIndex = -1;
   pending->annotations.erase(policy::kGpuIndexAnnotation);
   storeLocked(std::move(pending), clock_->now(), it->second.fromApi);
+  settleReservationsLocked();
 }
 
 std::size_t Mirror::expire() {
@@ -328,7 +357,9 @@ std::size_t Mirror::expire() {
     storeLocked(std::move(pending), now, pods_[uid].fromApi);
   }
   for (const auto& uid : dropped) removeLocked(uid);
-  return forgotten.size() + dropped.size();
+  settleReservationsLocked();
+  const std::size_t reservations = expireReservationsLocked(now);
+  return forgotten.size() + dropped.size() + reservations;
 }
 
 policy::SnapshotPtr Mirror::snapshot() const {
@@ -347,6 +378,7 @@ policy::SnapshotPtr Mirror::rebuildLocked() const {
                              : std::make_shared<const policy::Workload>(learned_.distribution());
     workloadDirty_ = false;
   }
+  auto reserved = reservationsByNodeLocked();
   auto build = [&](const std::string& name) {
     auto node = nodes_.find(name);
     if (node == nodes_.end()) {
@@ -358,8 +390,10 @@ policy::SnapshotPtr Mirror::rebuildLocked() const {
       pods.reserve(on->second.size());
       for (const auto& uid : on->second) pods.push_back(pods_.at(uid).pod);
     }
-    built_[name] =
-        std::make_shared<const policy::NodeState>(node->second, std::move(pods), generation_);
+    std::vector<policy::Reservation> held;
+    if (auto r = reserved.find(name); r != reserved.end()) held = std::move(r->second);
+    built_[name] = std::make_shared<const policy::NodeState>(node->second, std::move(pods),
+                                                             generation_, std::move(held));
   };
   if (allDirty_) {
     built_.clear();

@@ -75,6 +75,13 @@ class MakePod {
     return *this;
   }
   MakePod& queue(std::string q) { return label(policy::kQueueLabel, std::move(q)); }
+  // A member of gang `name` of `size` pods (label and annotation, as the codec reads them).
+  MakePod& gang(std::string name, int size) {
+    label(policy::kGangLabel, std::move(name));
+    annotation(policy::kGangSizeAnnotation, std::to_string(size));
+    policy::applyGangLabels(pod_);
+    return *this;
+  }
   MakePod& overQuota() {
     pod_.overQuota = true;
     return label(policy::kOverQuotaLabel, "true");

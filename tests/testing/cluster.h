@@ -11,10 +11,12 @@
 
 namespace gpufair::testing {
 
+// Reservations go on the node each names.
 inline policy::SnapshotPtr snapshotOf(const std::vector<policy::Node>& nodes,
                                       std::vector<policy::Pod> pods,
                                       const std::vector<QueueQuota>& queues = {},
-                                      policy::SnapshotOptions options = {}) {
+                                      policy::SnapshotOptions options = {},
+                                      const std::vector<policy::Reservation>& reservations = {}) {
   QuotaConfig quota;
   quota.queues = queues;
   std::map<std::string, std::vector<policy::PodPtr>> byNode;
@@ -30,7 +32,12 @@ inline policy::SnapshotPtr snapshotOf(const std::vector<policy::Node>& nodes,
   }
   std::vector<policy::NodeStatePtr> states;
   for (const auto& node : nodes) {
-    states.push_back(std::make_shared<const policy::NodeState>(node, byNode[node.name], 1));
+    std::vector<policy::Reservation> held;
+    for (const auto& r : reservations) {
+      if (r.node == node.name) held.push_back(r);
+    }
+    states.push_back(
+        std::make_shared<const policy::NodeState>(node, byNode[node.name], 1, std::move(held)));
   }
   return std::make_shared<const policy::ClusterSnapshot>(std::move(states), std::move(pending),
                                                          std::move(quota), 1, std::move(options));

@@ -22,7 +22,8 @@ namespace gpufair::codec {
 // (0, 1000]) ask for part of one GPU (Pod::gpuShare; "1" / "1000" is one whole GPU); both, either
 // with an nvidia.com/gpu request, or out of range is an error naming the annotation.
 // gpufair.io/gpu-index ("2") -> Pod::gpuIndex (unreadable: -1, unknown); gpufair.io/gpu-models
-// ("V100M16|V100M32") -> Pod::gpuModels.
+// ("V100M16|V100M32") -> Pod::gpuModels. The gang label and size annotation -> Pod::gang,
+// gangSize, or gangError when unusable (policy::applyGangLabels; not a decode error).
 Result<policy::Pod> decodePod(simdjson::dom::element pod);
 Result<policy::Pod> decodePodJson(std::string_view json);
 

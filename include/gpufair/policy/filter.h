@@ -27,9 +27,13 @@ struct FilterResult {
 
 // Pods that request no GPU pass on every candidate, untouched (unless the snapshot's fit options
 // check CPU and memory: then they must fit those). Unknown node names fail that node. Fit uses
-// snapshot.fitOptions().
+// snapshot.fitOptions(); GPUs reserved for other holders are not free (see reservation.h).
+// Members of a gang follow the gang rules (filterGangMember in gang.h).
 FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
                     std::span<const std::string_view> candidates);
+// The per-pod decision, without the gang rules: quota admission, then fit on every candidate.
+FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
+                       std::span<const std::string_view> candidates);
 
 struct NodeScore {
   std::string_view node;
@@ -38,7 +42,8 @@ struct NodeScore {
 
 // Scores every candidate; a node that does not fit scores 0, and so does every node for a pod that
 // requests no GPU (unless the snapshot's fit options check CPU and memory: offline simulation
-// scores those pods too).
+// scores those pods too). A pod holding reservations (its own or its gang's) scores 10 on the
+// nodes reserved for it and at most 9 elsewhere.
 std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& pod,
                                   std::span<const std::string_view> candidates,
                                   const Scorer& scorer);

@@ -29,6 +29,10 @@ inline constexpr const char* kGpuIndexAnnotation = "gpufair.io/gpu-index";
 inline constexpr const char* kGpuModelsAnnotation = "gpufair.io/gpu-models";
 // A node's GPU model, as NVIDIA's GPU feature discovery labels it.
 inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
+// Gangs (all or nothing): pods of one namespace labelled gpufair.io/gang=NAME are one job of
+// gpufair.io/gang-size members (annotation, "N" >= 1).
+inline constexpr const char* kGangLabel = "gpufair.io/gang";
+inline constexpr const char* kGangSizeAnnotation = "gpufair.io/gang-size";
 
 enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
 const char* phaseName(PodPhase phase);
@@ -67,8 +71,19 @@ struct Pod {
   Labels annotations;
   // Queue name resolved by the mirror from the quota config (label gpufair.io/queue or namespace).
   std::string queue;
+  // Gang membership (see applyGangLabels): the gang's name, its size, and why the label or the
+  // annotation is unusable (then filter refuses the pod with this reason). Not in a gang: gang
+  // empty and gangSize 0.
+  std::string gang;
+  int gangSize = 0;
+  std::string gangError;
 
   std::string key() const { return ns + "/" + name; }
+  bool inGang() const { return !gang.empty(); }
+  // "gang:<ns>/<gang>", the holder of the gang's reservations; empty when not in a gang.
+  std::string gangKey() const { return gang.empty() ? std::string() : "gang:" + ns + "/" + gang; }
+  // "team-b/train", for reasons.
+  std::string gangName() const { return ns + "/" + gang; }
   bool isFractional() const { return gpuShare > 0 && gpuShare < kMilliPerGpu; }
   // Whole GPUs a whole-GPU pod takes (rounded up); 0 for a fractional or GPU-less pod.
   int gpuCount() const {
@@ -95,6 +110,11 @@ struct Pod {
   }
   bool isFinished() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
 };
+
+// Reads the gang label and size annotation into gang, gangSize and gangError. The label without
+// the annotation, or a size that is not a whole number in [1, 100000], sets gangError (the pod is
+// then refused with that reason instead of being scheduled alone).
+void applyGangLabels(Pod& pod);
 
 struct Node {
   std::string name;

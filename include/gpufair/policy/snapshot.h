@@ -14,6 +14,7 @@
 
 #include "gpufair/common/quota.h"
 #include "gpufair/policy/model.h"
+#include "gpufair/policy/reservation.h"
 
 namespace gpufair::policy {
 
@@ -46,7 +47,15 @@ struct QueueUse {
   int pods = 0;
 };
 
-// A node with the pods bound (or assumed) to it. Built once per node generation.
+// Members of one gang placed (bound or assumed, holding GPUs, not terminating) on one node.
+struct GangUse {
+  std::string key;  // Pod::gangKey
+  int pods = 0;
+  MilliGpu gpus = 0;
+};
+
+// A node with the pods bound (or assumed) to it and the reservations on it. Built once per node
+// generation.
 // Per-GPU accounting: the node has node().gpuCount() physical GPUs. Fractional pods occupy their
 // gpuIndex (or, when unknown or out of range, the best-fit GPU at that point); whole-GPU pods take
 // the emptiest GPUs (lowest index among equals), after fractional pods with a known index. Pods are
@@ -55,7 +64,8 @@ struct QueueUse {
 // several threads.
 class NodeState {
  public:
-  NodeState(Node node, std::vector<PodPtr> pods, std::uint64_t generation);
+  NodeState(Node node, std::vector<PodPtr> pods, std::uint64_t generation,
+            std::vector<Reservation> reservations = {});
   ~NodeState();
   NodeState(const NodeState& other);  // copies everything but the cache
   NodeState& operator=(const NodeState& other);
@@ -96,6 +106,21 @@ class NodeState {
     return memoryUsed_ >= node_.memoryBytes ? 0 : node_.memoryBytes - memoryUsed_;
   }
 
+  // Reservations on this node (whole GPUs held for a pod or a gang), sorted by holder.
+  std::span<const Reservation> reservations() const { return reservations_; }
+  MilliGpu reserved() const { return reserved_; }
+  // Reserved GPUs `pod` may not use: those of reservations it does not hold.
+  MilliGpu reservedAgainst(const Pod& pod) const;
+  // Reserved GPUs `pod` holds here.
+  MilliGpu reservedFor(const Pod& pod) const;
+  // Whole GPUs `pod` may take: nobody uses them and they are not reserved for someone else.
+  int wholeGpusFor(const Pod& pod) const;
+  // The most free milli-GPUs on any one GPU that some pod already uses (shares of these are never
+  // reserved).
+  MilliGpu largestPartialFree() const { return largestPartialFree_; }
+  // Gang members placed here, by gang key.
+  const std::vector<GangUse>& gangs() const { return gangs_; }
+
   // Fragmentation F_n of this node against `workload`, computed once per workload and cached
   // (see fragmentation.h; nodeFragmentation is the way to ask).
   double cachedFragmentation(const WorkloadPtr& workload, const FitOptions& options) const;
@@ -112,6 +137,10 @@ class NodeState {
   MilliGpu largestGpuFree_ = 0;
   std::int64_t cpuUsed_ = 0;
   std::int64_t memoryUsed_ = 0;
+  std::vector<Reservation> reservations_;
+  MilliGpu reserved_ = 0;
+  MilliGpu largestPartialFree_ = 0;
+  std::vector<GangUse> gangs_;
   std::unique_ptr<FragSlot> cache_;  // never null
 };
 using NodeStatePtr = std::shared_ptr<const NodeState>;
@@ -129,6 +158,17 @@ struct QueueState {
 
   // What the queue could still use within deserved: min(deserved, allocated + pending) - allocated.
   MilliGpu unmetDeserved() const;
+};
+
+// A gang as the snapshot sees it: members placed, members pending, GPUs reserved for it.
+struct GangState {
+  std::string key;  // "gang:<ns>/<name>"
+  int size = 0;     // the largest gpufair.io/gang-size of its members
+  int placed = 0;   // members holding GPUs (bound or assumed, not terminating)
+  MilliGpu placedGpus = 0;
+  std::vector<PodPtr> pending;  // unbound members known to want GPUs, by uid
+  MilliGpu reserved = 0;        // GPUs still reserved for it over all nodes
+  bool complete() const { return size > 0 && placed >= size; }
 };
 
 // Resolves a pod's queue: the label gpufair.io/queue if set, else the queue listing its namespace,
@@ -152,6 +192,17 @@ class ClusterSnapshot {
   std::span<const QueueState> queues() const { return queues_; }  // configured queues, then default
   const QueueState* findQueue(std::string_view name) const;
 
+  // Every reservation, by node name then holder.
+  std::span<const Reservation> reservations() const { return reservations_; }
+  // GPUs reserved for `queue` by holders other than `pod` (what admission charges the queue
+  // beyond its allocation).
+  MilliGpu reservedInQueue(std::string_view queue, const Pod& pod) const;
+  // GPUs reserved for `pod` (as a pod or as a member of its gang) over all nodes.
+  MilliGpu reservedFor(const Pod& pod) const;
+  // Gangs with a member placed, pending or a reservation, sorted by key.
+  std::span<const GangState> gangs() const { return gangs_; }
+  const GangState* findGang(std::string_view key) const;
+
   MilliGpu capacity() const { return capacity_; }    // allocatable over nodes that take new pods
   MilliGpu allocated() const { return allocated_; }  // used over all nodes
   MilliGpu free() const { return free_; }            // free over nodes that take new pods
@@ -169,6 +220,8 @@ class ClusterSnapshot {
   std::int64_t maxNodeMemory() const { return maxNodeMemory_; }
 
  private:
+  void indexGangsAndReservations();
+
   std::vector<NodeStatePtr> nodes_;
   // Name lookup: open addressing over contiguous slots (index + 1, 0 empty) with a hash tag, and
   // names copied side by side, so a lookup touches two cache lines instead of chasing a hash map's
@@ -182,6 +235,8 @@ class ClusterSnapshot {
   std::vector<PodPtr> pending_;
   QuotaConfig quota_;
   std::vector<QueueState> queues_;
+  std::vector<Reservation> reservations_;
+  std::vector<GangState> gangs_;
   std::uint64_t generation_;
   MilliGpu capacity_ = 0;
   MilliGpu allocated_ = 0;

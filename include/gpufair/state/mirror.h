@@ -18,6 +18,26 @@
 //             after assumeTtl, or forget(): back to Pending, GPUs freed.
 //   Bound:    spec.nodeName is set; holds GPUs until Succeeded, Failed or deleted.
 //
+// Reservation life cycle (whole GPUs on one node kept for one holder: a pod uid, or
+// "gang:<ns>/<name>" for a gang; see policy/reservation.h):
+//
+//   reserve(r, ttl) --> Held --holder pod assumed/bound on the node--> Taken --confirmed--> gone
+//                        |  ^                                            |
+//                        |  +--------- taker forgotten, deleted, finished +
+//                        +--ttl passed (expire), releaseReservation(holder), gang complete--> gone
+//
+//   Held:   the reserved GPUs are unavailable to every pod but the holder (policy fit).
+//   Taken:  a holder pod assumed on the node takes what it needs of the reservation (a pod
+//           holder: all of it; a gang member: its own request, in whole GPUs); the rest stays
+//           held. A pod holder placed on any node no longer needs its reservations elsewhere:
+//           those are released. A taker that goes away before the reservation is gone gives its
+//           share back. A reservation fully taken by confirmed (bound) pods is dropped.
+//   Gangs:  reserveGang() plans and reserves for every member still to place at once, with
+//           gangTimeout as ttl; when all gpufair.io/gang-size members are placed, or the ttl
+//           passes, every reservation of the gang is released.
+// Reservation GPUs are rounded up to whole GPUs. Changes mark the node dirty, so the next
+// snapshot shows them on NodeState::reservations.
+//
 // Snapshots: every change marks the affected nodes dirty; snapshot() rebuilds only dirty NodeStates
 // and shares the rest with the previous snapshot. Readers hold a shared_ptr and never block
 // writers.
@@ -55,6 +75,14 @@ struct MirrorOptions {
   // The target workload (fgd) is learned from the GPU pods the mirror sees pending: each new pod
   // is one step of decay (policy::WorkloadModel). setWorkload() fixes it instead.
   double workloadDecay = 0.999;
+  // How long a gang's reservations wait for all its members to be placed.
+  std::chrono::seconds gangTimeout{5 * 60};
+};
+
+// reserveGang's answer: what the gang holds now.
+struct GangReservation {
+  bool planned = false;  // reservations were made by this call (false: already held, or complete)
+  std::vector<policy::Reservation> reservations;  // the gang's reservations now
 };
 
 struct AssumeOutcome {
@@ -112,9 +140,24 @@ class Mirror {
   void confirm(std::string_view uid);
   // Drops an assumption: the pod is pending again and its GPUs are free.
   void forget(std::string_view uid);
-  // Forgets assumed pods older than assumeTtl and pending pods unseen for pendingTtl.
-  // Returns how many it dropped.
+  // Forgets assumed pods older than assumeTtl and pending pods unseen for pendingTtl, and drops
+  // reservations past their ttl. Returns how many pods and reservations it dropped.
   std::size_t expire();
+
+  // Reserves r.gpus (rounded up to whole GPUs) on r.node for r.holder, until the holder takes
+  // them or ttl passes (see the life cycle above). A second reservation for the same holder and
+  // node replaces the first (what its holder pods already took stays taken).
+  void reserve(policy::Reservation r, std::chrono::seconds ttl);
+  // Drops every reservation of this holder.
+  void releaseReservation(std::string_view holder);
+  // All reservations held now (GPUs not yet taken), by holder then node.
+  std::vector<policy::Reservation> reservations() const;
+  // For the gang of `member` (member.inGang(), offered and pending): when the gang is neither
+  // complete nor holding reservations, plans it on the current state (policy::planGang: quota
+  // for the whole gang, a node for every member still to place) and reserves the plan for
+  // gangTimeout, atomically, so two gangs racing for the same room never both get it. A gang
+  // that does not fit is an error with the plan's reason.
+  Result<GangReservation> reserveGang(const policy::Pod& member);
 
   // The current snapshot; rebuilt here if anything changed since the last call.
   policy::SnapshotPtr snapshot() const;
@@ -135,6 +178,30 @@ class Mirror {
   Result<AssumeOutcome> assumeLocked(std::string_view uid, std::string_view node,
                                      const policy::Scorer* scorer);
   void observeLocked(const policy::Pod& pod);  // learns the workload from a newly pending pod
+  // Reservations (mirror_reservations.cc).
+  struct ReservationEntry {
+    policy::Reservation r;  // gpus: as reserved
+    Timestamp expires{};
+    std::map<std::string, MilliGpu> taken;  // holder pods placed on r.node: uid -> GPUs taken
+    MilliGpu remaining() const;
+  };
+  using ReservationKey = std::pair<std::string, std::string>;  // holder, node
+  // A pod was placed (assumed or bound) on its node: it takes from its reservations.
+  void takeReservationsLocked(const policy::Pod& pod);
+  // Gives back shares of takers no longer placed on the node, drops fully taken reservations
+  // whose takers are all bound, and releases the reservations of complete gangs.
+  void settleReservationsLocked();
+  std::size_t expireReservationsLocked(Timestamp now);
+  void eraseReservationLocked(std::map<ReservationKey, ReservationEntry>::iterator it);
+  // Every reservation to publish, by node.
+  std::unordered_map<std::string, std::vector<policy::Reservation>> reservationsByNodeLocked()
+      const;
+  struct GangCount {
+    int size = 0;     // the largest gpufair.io/gang-size of its members
+    int placed = 0;   // members holding GPUs, not terminating
+    int assumed = 0;  // of placed, not yet confirmed
+  };
+  GangCount gangCountLocked(const std::string& gangKey) const;
 
   ClockPtr clock_;
   MirrorOptions options_;
@@ -160,6 +227,9 @@ class Mirror {
   policy::WorkloadPtr fixedWorkload_;                                       // GUARDED_BY(mu_)
   mutable policy::WorkloadPtr publishedWorkload_;                           // GUARDED_BY(mu_)
   mutable bool workloadDirty_ = false;                                      // GUARDED_BY(mu_)
+  std::map<ReservationKey, ReservationEntry> reservations_;                 // GUARDED_BY(mu_)
+  // uids of the pods of each gang (by Pod::gangKey), kept in step by storeLocked/removeLocked.
+  std::unordered_map<std::string, std::set<std::string>> gangMembers_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace gpufair::state
