@@ -21,8 +21,6 @@ using reclaim_detail::ranksBefore;
 using reclaim_detail::Statement;
 using reclaim_detail::Unit;
 
-constexpr std::string_view kGangLabelKey = "gpufair.io/gang";
-
 std::string gpusText(MilliGpu m) {
   return formatGpus(m) + (m == kMilliPerGpu ? " GPU" : " GPUs");
 }
@@ -39,9 +37,10 @@ Freed freedBy(const Pod& pod) {
 // One node worth planning on, with what could be evicted there.
 struct Candidate {
   const NodeState* node = nullptr;
-  bool simple = false;  // every GPU whole-used or free: fit is arithmetic (reclaim_statement.h)
-  int bound = 0;        // fewest pods whose eviction could free enough (gangs and headroom aside)
-  Rank optimistic;      // no unit on this node ranks before this
+  bool simple = false;   // every GPU whole-used or free: fit is arithmetic (reclaim_statement.h)
+  MilliGpu blocked = 0;  // whole GPUs reserved here for others (reservation.h)
+  int bound = 0;         // fewest pods whose eviction could free enough (gangs and headroom aside)
+  Rank optimistic;       // no unit on this node ranks before this
   Freed releasing;
   std::vector<PodPtr> releasingPods;
   std::vector<Unit> units;  // filled only when the node is evaluated
@@ -169,9 +168,8 @@ const std::vector<PodPtr>& Planner::gangMembers(const std::string& key) {
     for (const auto& node : snap_.nodes()) {
       for (const auto& p : node->pods()) {
         // Members without GPUs (a launcher, say) are left alone: they hold nothing reclaim needs.
-        if (p->gpus <= 0 || p->labels.empty() || !p->holdsGpus() || p->terminating) continue;
-        auto it = p->labels.find(kGangLabelKey);
-        if (it != p->labels.end()) (*gangs_)[p->ns + "/" + it->second].push_back(p);
+        if (p->gpus <= 0 || !p->inGang() || !p->holdsGpus() || p->terminating) continue;
+        (*gangs_)[p->gangKey()].push_back(p);
       }
     }
     for (auto& [k, members] : *gangs_) {
@@ -184,11 +182,10 @@ const std::vector<PodPtr>& Planner::gangMembers(const std::string& key) {
 
 std::optional<Unit> Planner::unitFor(const PodPtr& pod, const NodeState& node) {
   Unit unit;
-  auto gang = pod->labels.find(kGangLabelKey);
-  if (gang == pod->labels.end()) {
+  if (!pod->inGang()) {
     unit.members = {pod};
   } else {
-    for (const auto& m : gangMembers(pod->ns + "/" + gang->second)) {
+    for (const auto& m : gangMembers(pod->gangKey())) {
       if (releasingUids_.count(m->uid) > 0) continue;  // already going
       if (!evictable(*m)) return std::nullopt;         // the whole gang, or none of it
       unit.members.push_back(m);
@@ -226,9 +223,9 @@ void Planner::collect(const NodeState& node, Candidate& candidate) {
   std::vector<std::string_view> gangsSeen;
   for (const auto& p : node.pods()) {
     if (p->gpus <= 0 || !evictable(*p)) continue;
-    if (auto gang = p->labels.find(kGangLabelKey); gang != p->labels.end()) {
-      if (std::find(gangsSeen.begin(), gangsSeen.end(), gang->second) != gangsSeen.end()) continue;
-      gangsSeen.push_back(gang->second);
+    if (p->inGang()) {
+      if (std::find(gangsSeen.begin(), gangsSeen.end(), p->gang) != gangsSeen.end()) continue;
+      gangsSeen.push_back(p->gang);
     }
     if (auto unit = unitFor(p, node)) candidate.units.push_back(std::move(*unit));
   }
@@ -250,14 +247,14 @@ bool Planner::screen(Candidate& c, MilliGpu* reachable) {
     sizes_.push_back(p->gpus);
     // A gang's unit may rank before its member here (another member is younger, or its queue is
     // another): count it as ranking first.
-    const bool gang = p->labels.find(kGangLabelKey) != p->labels.end();
+    const bool gang = p->inGang();
     const Rank r = gang ? Rank{true, std::numeric_limits<MilliGpu>::max(), {}, Timestamp::max(), {}}
                         : Rank{p->overQuota, info.excess(), info.name, startOf(*p), p->uid};
     if (!any || ranksBefore(r, c.optimistic)) c.optimistic = r;
     any = true;
   }
   std::sort(sizes_.rbegin(), sizes_.rend());
-  MilliGpu have = node.free() + c.releasing.gpus;
+  MilliGpu have = node.free() + c.releasing.gpus - c.blocked;
   int k = 0;
   while (have < pod_.gpus && k < static_cast<int>(sizes_.size()))
     have += sizes_[static_cast<std::size_t>(k++)];
@@ -428,15 +425,19 @@ ReclaimOutcome Planner::run() {
       return outcome(Kind::kNotNeeded,
                      "pod " + pod_.key() + " fits on node " + node.name() + " now");
     }
+    // GPUs reserved here for another pod or gang are not the reclaimer's to free.
+    if (!node.reservations().empty()) {
+      c.blocked = (node.reservedAgainst(pod_) + kMilliPerGpu - 1) / kMilliPerGpu * kMilliPerGpu;
+    }
     // Prune on per-queue totals before looking at pods.
-    MilliGpu upper = node.free() + c.releasing.gpus;
+    MilliGpu upper = node.free() + c.releasing.gpus - c.blocked;
     for (const QueueUse& use : node.byQueue()) {
       auto q = queueIndex_.find(use.queue);
       if (q != queueIndex_.end() && queues_[static_cast<std::size_t>(q->second)].victim)
         upper += use.allocated;
     }
     if (upper < pod_.gpus) {
-      reachable = std::max(reachable, std::min(node.free() + c.releasing.gpus, node.allocatable()));
+      reachable = std::max(reachable, std::min(std::max<MilliGpu>(0, upper), node.allocatable()));
       continue;
     }
     if (screen(c, &reachable)) candidates.push_back(std::move(c));

@@ -100,7 +100,12 @@ bool Statement::fits(const Pod& pod) const {
   if (simple_) {
     // Every GPU is whole-used or free: fully free GPUs = free / 1000, and the largest free share of
     // one GPU is a whole GPU when any is free.
-    const MilliGpu free = node_.free() + freed_.gpus;
+    // Whole GPUs reserved here for other holders are not free for this pod.
+    const MilliGpu blocked =
+        node_.reservations().empty()
+            ? 0
+            : (node_.reservedAgainst(pod) + kMilliPerGpu - 1) / kMilliPerGpu * kMilliPerGpu;
+    const MilliGpu free = node_.free() + freed_.gpus - blocked;
     const MilliGpu need =
         pod.isFractional()
             ? kMilliPerGpu
@@ -128,7 +133,8 @@ bool Statement::fits(const Pod& pod) const {
   for (const auto& p : node_.pods()) {
     if (std::find(gone.begin(), gone.end(), p->uid) == gone.end()) kept.push_back(p);
   }
-  const NodeState after(node_.node(), std::move(kept), node_.generation());
+  const NodeState after(node_.node(), std::move(kept), node_.generation(),
+                        {node_.reservations().begin(), node_.reservations().end()});
   return nodeFits(after, pod, fit_);
 }
 

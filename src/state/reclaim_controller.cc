@@ -106,6 +106,8 @@ void ReclaimController::pruneInFlight(Timestamp now) {
     const bool done = reclaimer == nullptr || !reclaimer->nodeName.empty() ||
                       reclaimer->isFinished() || now >= it->second.until;
     if (done) {
+      // Bound: the mirror dropped the reservation as the pod took it. Otherwise give it back.
+      mirror_.releaseReservation(it->first);
       it = inFlight_.erase(it);
       continue;
     }
@@ -147,7 +149,7 @@ ReclaimRoundStats ReclaimController::runOnce() {
   std::vector<Owed> owed;
   for (const auto& pod : r.snap->pending()) {
     if (pod->gpus <= 0 || !pod->nodeName.empty() || pod->isFinished() ||
-        inFlight_.count(pod->uid) > 0 || pod->labels.count("gpufair.io/gang") > 0) {
+        inFlight_.count(pod->uid) > 0 || pod->inGang()) {
       continue;
     }
     const policy::QueueState* q = r.snap->findQueue(pod->queue);
@@ -245,6 +247,16 @@ ReclaimController::Result ReclaimController::reclaimFor(Round& r, const policy::
     }
     r.snap = mirror_.snapshot();  // file mode: the victims are gone already
     if (dropped) continue;
+    // Keep the freed GPUs for the reclaimer: no other pod (the victims' queue included) may take
+    // them until it binds, or holdFor passes.
+    policy::Reservation held;
+    held.node = plan.node;
+    held.gpus = pod->gpus;
+    held.holder = pod->uid;
+    held.queue = pod->queue;
+    held.reason = "reclaim";
+    held.holderName = pod->key();
+    mirror_.reserve(std::move(held), settings_.holdFor);
     inFlight_[pod->uid] = {pod, plan.node, std::move(evictedForThis), r.now + settings_.holdFor};
     r.excludedNodes.insert(plan.node);
     r.promised.push_back(pod);

@@ -187,8 +187,8 @@ const Case kCases[] = {
      "1 pod is protected by reclaimMinRuntime"},
     {"GangGoesTogether",
      nodes(2, 10),
-     {ran(MakePod("team-a", "g-0").gpus(10).on("node-1").label("gpufair.io/gang", "g"), 5),
-      ran(MakePod("team-a", "g-1").gpus(10).on("node-2").label("gpufair.io/gang", "g"), 5)},
+     {ran(MakePod("team-a", "g-0").gpus(10).on("node-1").gang("g", 2), 5),
+      ran(MakePod("team-a", "g-1").gpus(10).on("node-2").gang("g", 2), 5)},
      {MakeQueue("team-a").deserved(0), MakeQueue("team-b").deserved(20)},
      MakePod("team-b", "b").gpus(8),
      Kind::kPlanned,
@@ -197,8 +197,8 @@ const Case kCases[] = {
      "by evicting 2 pods of team-a"},
     {"GangWithAProtectedMemberStays",
      nodes(2, 10),
-     {ran(MakePod("team-a", "g-0").gpus(10).on("node-1").label("gpufair.io/gang", "g"), 60),
-      ran(MakePod("team-a", "g-1").gpus(10).on("node-2").label("gpufair.io/gang", "g"), 1)},
+     {ran(MakePod("team-a", "g-0").gpus(10).on("node-1").gang("g", 2), 60),
+      ran(MakePod("team-a", "g-1").gpus(10).on("node-2").gang("g", 2), 1)},
      {minRuntime(MakeQueue("team-a").deserved(0), std::chrono::minutes{10}),
       MakeQueue("team-b").deserved(20)},
      MakePod("team-b", "b").gpus(8),
@@ -208,8 +208,8 @@ const Case kCases[] = {
      "protected by reclaimMinRuntime"},
     {"GangOfOtherNamespaceIsAnotherGang",
      nodes(2, 10),
-     {ran(MakePod("team-a", "g-0").gpus(10).on("node-1").label("gpufair.io/gang", "g"), 60),
-      ran(MakePod("team-c", "g-1").gpus(10).on("node-2").label("gpufair.io/gang", "g"), 1)},
+     {ran(MakePod("team-a", "g-0").gpus(10).on("node-1").gang("g", 2), 60),
+      ran(MakePod("team-c", "g-1").gpus(10).on("node-2").gang("g", 2), 1)},
      {MakeQueue("team-a").deserved(0), MakeQueue("team-b").deserved(20),
       MakeQueue("team-c").deserved(0)},
      MakePod("team-b", "b").gpus(8),
@@ -435,6 +435,34 @@ TEST(ReclaimTest, PromisedGpusCountForTheirQueue) {
   auto out =
       planReclaim(*snap, testing::resolved(*snap, MakePod("team-b", "second").gpus(4)), options);
   EXPECT_EQ(out.kind, Kind::kNotEligible) << out.reason;
+}
+
+TEST(ReclaimTest, GpusReservedForOthersAreNotFreed) {
+  // node-1's free GPUs are held for another reclaimer; freeing 8 there would not be enough.
+  std::vector<Pod> pods = {ran(MakePod("team-a", "a1").gpus(6).on("node-1"), 1),
+                           ran(MakePod("team-a", "a2").gpus(10).on("node-2"), 100),
+                           MakePod("team-b", "b").gpus(8)};
+  Reservation held;
+  held.node = "node-1";
+  held.gpus = testing::gpus(4);
+  held.holder = "uid-team-c-other";
+  held.queue = "team-c";
+  held.reason = "reclaim";
+  auto snap =
+      testing::snapshotOf(nodes(2, 10), pods,
+                          {MakeQueue("team-a").deserved(0), MakeQueue("team-b").deserved(10),
+                           MakeQueue("team-c").deserved(10)},
+                          {}, {held});
+  ReclaimOptions options;
+  options.now = kNow;
+  auto out = planReclaim(*snap, testing::resolved(*snap, pods.back()), options);
+  ASSERT_TRUE(out.plan.has_value()) << out.reason;
+  EXPECT_EQ(out.plan->node, "node-2");
+  // The holder itself may use them: for it, node-1 needs only a1 gone... and a1 is younger.
+  Pod holder = testing::resolved(*snap, MakePod("team-c", "other").gpus(8));
+  out = planReclaim(*snap, holder, options);
+  ASSERT_TRUE(out.plan.has_value()) << out.reason;
+  EXPECT_EQ(out.plan->node, "node-1");
 }
 
 TEST(ReclaimTest, PodWithoutGpusIsNotEligible) {

@@ -268,12 +268,8 @@ const Scenario kScenarios[] = {
      fourByTen(),
      {withMinRuntime(MakeQueue("team-a").deserved(10), 10), MakeQueue("team-b").deserved(20)},
      {runningFor(MakePod("team-a", "a1").gpus(10).on("node-1"), 300),
-      runningFor(
-          MakePod("team-a", "g-0").gpus(10).on("node-2").overQuota().label("gpufair.io/gang", "g"),
-          100),
-      runningFor(
-          MakePod("team-a", "g-1").gpus(10).on("node-3").overQuota().label("gpufair.io/gang", "g"),
-          100),
+      runningFor(MakePod("team-a", "g-0").gpus(10).on("node-2").overQuota().gang("g", 2), 100),
+      runningFor(MakePod("team-a", "g-1").gpus(10).on("node-3").overQuota().gang("g", 2), 100),
       runningFor(MakePod("team-a", "solo").gpus(10).on("node-4").overQuota(), 1)},
      {schedule("team-b", "b-1", 10, "", "fewer than 10 GPUs free"), reclaim({"g-0", "g-1"}),
       schedule("team-b", "b-1", 10, "*")},

@@ -117,6 +117,14 @@ TEST(ReclaimControllerTest, EvictsTheFewestBorrowedPodsAndHoldsTheNode) {
   EXPECT_EQ(f.controller.evictionsTotal(), 1u);
   EXPECT_EQ(f.controller.evictionsByQueue(), (std::map<std::string, std::uint64_t>{{"team-a", 1}}));
 
+  // The freed GPUs are held for team-b/big.
+  const auto held = f.mirror.reservations();
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].node, "node-4");
+  EXPECT_EQ(held[0].holder, "uid-team-b-big");
+  EXPECT_EQ(held[0].gpus, testing::gpus(8));
+  EXPECT_EQ(held[0].queue, "team-b");
+
   // The next round evicts nothing more: the reclaim is in flight until team-b/big binds.
   stats = f.controller.runOnce();
   EXPECT_EQ(stats.evicted, 0);
@@ -126,6 +134,7 @@ TEST(ReclaimControllerTest, EvictsTheFewestBorrowedPodsAndHoldsTheNode) {
   stats = f.controller.runOnce();
   EXPECT_EQ(stats.inFlight, 0);
   EXPECT_EQ(f.evictor.calls.size(), 1u);
+  EXPECT_TRUE(f.mirror.reservations().empty());
 }
 
 TEST(ReclaimControllerTest, VictimsStillShowingAreNotEvictedTwice) {
@@ -190,6 +199,7 @@ TEST(ReclaimControllerTest, DryRunEvictsNothingAndReportsThePlan) {
   EXPECT_EQ(f.observer.log, std::vector<std::string>{"dry-run team-b/big on node-4"});
   EXPECT_NE(f.mirror.findPod("uid-team-a-a4"), nullptr);
   EXPECT_EQ(f.controller.evictionsTotal(), 0u);
+  EXPECT_TRUE(f.mirror.reservations().empty());
 }
 
 TEST(ReclaimControllerTest, OnlyTheLeaderEvicts) {
@@ -224,6 +234,7 @@ TEST(ReclaimControllerTest, InFlightReclaimExpiresAfterHoldFor) {
   const ReclaimRoundStats stats = f.controller.runOnce();
   EXPECT_EQ(stats.inFlight, 0);
   EXPECT_EQ(stats.evicted, 0);  // team-b/big fits on node-4 now: nothing more to evict
+  EXPECT_TRUE(f.mirror.reservations().empty());
 }
 
 TEST(ReclaimControllerTest, MostOwedQueueGoesFirst) {

@@ -1,8 +1,10 @@
 // ReclaimController: the reclaim loop. Each round (every `period`, on the leader only) it takes the
 // mirror's snapshot and, for the pending pods whose queues are owed GPUs (most owed queue first,
 // then the oldest pod), asks policy::planReclaim for a plan, evicts the plan's victims through an
-// Evictor, and remembers the reclaim as in flight until the reclaimer binds, disappears, or
-// `holdFor` passes.
+// Evictor, reserves the freed GPUs on the plan's node for the reclaimer (Mirror::reserve, ttl
+// holdFor), and remembers the reclaim as in flight until the reclaimer binds, disappears, or
+// `holdFor` passes (then the reservation is released). Members of a gang are not reclaimers here:
+// a gang is admitted whole (policy/gang.h).
 //
 // Rules the loop keeps:
 //   - a refused eviction (PodDisruptionBudget, HTTP 429) or a failed one drops the plan: that pod
@@ -11,8 +13,9 @@
 //   - while a reclaim is in flight its node is not planned on for others, its victims count as gone
 //     (they may still show, terminating, until the watch deletes them) and its reclaimer's GPUs
 //     count for its queue, so nothing is evicted twice for the same need;
-//   - no ping-pong: a queue that lost pods in this round is not a reclaimer again in this round,
-//     and admission keeps the freed GPUs for the waiting in-quota pod (its demand is pending);
+//   - no ping-pong: the reservation keeps every other pod, the victims' queue included, off the
+//     freed GPUs while the reclaimer waits; a queue that lost pods in this round is not a
+//     reclaimer again in this round;
 //   - dry run: plans are made (and reported through the observer and lastDryRun()) as if executed,
 //     but nothing is evicted.
 //
