@@ -450,12 +450,14 @@ const ReclaimBenchCluster& reclaimCluster(int nodes, int gpus) {
         pod.overQuota = true;
         pod.labels[policy::kOverQuotaLabel] = "true";
         if (pod.ns == "team-c" && !openGang.empty()) {  // the gang's second member
-          pod.labels["gpufair.io/gang"] = openGang;
+          pod.labels[policy::kGangLabel] = openGang;
           openGang.clear();
         } else if (pod.ns == "team-c" && percent(rng) < 5) {
           openGang = "gang-" + std::to_string(seq);
-          pod.labels["gpufair.io/gang"] = openGang;
+          pod.labels[policy::kGangLabel] = openGang;
         }
+        pod.annotations[policy::kGangSizeAnnotation] = "2";
+        policy::applyGangLabels(pod);
       }
       pod.queue = policy::resolveQueue(quota, pod.ns, pod.labels);
       pods.push_back(std::make_shared<const policy::Pod>(std::move(pod)));
@@ -487,6 +489,11 @@ void BM_ReclaimPlan(benchmark::State& state) {
   std::size_t pods = 0;
   for (const auto& n : c.snapshot->nodes()) pods += n->pods().size();
   state.counters["pods"] = static_cast<double>(pods);
+  std::size_t gangPods = 0;
+  for (const auto& n : c.snapshot->nodes()) {
+    for (const auto& p : n->pods()) gangPods += p->inGang() ? 1 : 0;
+  }
+  state.counters["gang_pods"] = static_cast<double>(gangPods);
 }
 
 BENCHMARK(BM_ReclaimPlan)
