@@ -56,6 +56,9 @@ class KubeSource final : public api::Binder, public api::DecisionObserver {
   bool isLeader() const;
   // What each reflector has done so far, by resource ("nodes", "pods", "configmaps"); for metrics.
   std::vector<metrics::ResourceCounters> feedCounters() const;
+  // For the reclaim loop: the API client (evictions) and the Event recorder.
+  k8s::KubeClientPtr client() const { return client_; }
+  k8s::EventRecorder& events() { return *events_; }
 
   // api::Binder: POST a Binding; the watch confirms it.
   Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) override;

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "kube_source.h"
 #include "logging.h"
+#include "reclaim_runner.h"
 
 namespace gpufair::app {
 namespace {
@@ -92,6 +93,17 @@ class MetricsRequestObserver final : public api::RequestObserver {
   metrics::Metrics& metrics_;
 };
 
+// serve's flags with the reclaim loop's (before --help).
+const std::vector<FlagSpec>& allServeFlags() {
+  static const std::vector<FlagSpec> kAll = [] {
+    std::vector<FlagSpec> flags = serveFlags();
+    auto reclaim = reclaimFlags();
+    flags.insert(flags.end() - 1, reclaim.begin(), reclaim.end());
+    return flags;
+  }();
+  return kAll;
+}
+
 volatile std::sig_atomic_t gStop = 0;
 extern "C" void onSignal(int) {
   gStop = 1;
@@ -120,12 +132,12 @@ int runServe(const std::vector<std::string>& argv) {
       "Serves kube-scheduler's extender webhooks (POST /filter, /prioritize, /preempt, /bind;\n"
       "GET /healthz, /readyz, /debug/snapshot, /debug/explain) on --listen, and Prometheus\n"
       "metrics (GET /metrics) on --metrics-listen.";
-  auto parsed = parseArgs(argv, serveFlags());
+  auto parsed = parseArgs(argv, allServeFlags());
   if (!parsed)
-    return fail(parsed.error() + "\n\n" + usage("serve [flags]", summary, serveFlags()), 2);
+    return fail(parsed.error() + "\n\n" + usage("serve [flags]", summary, allServeFlags()), 2);
   const ParsedArgs& args = *parsed;
   if (args.has("help")) {
-    std::cout << usage("serve [flags]", summary, serveFlags());
+    std::cout << usage("serve [flags]", summary, allServeFlags());
     return 0;
   }
   auto logFormat = parseLogFormat(args.get("log-format"));
@@ -167,6 +179,9 @@ int runServe(const std::vector<std::string>& argv) {
   mirrorOptions.gangTimeout = std::chrono::seconds{std::max<long long>(1, *gangTimeout / 1000)};
   mirrorOptions.assumeTtl = std::chrono::seconds{std::max<long long>(1, *assumeTtl / 1000)};
   mirrorOptions.pendingTtl = std::chrono::seconds{std::max<long long>(1, *pendingTtl / 1000)};
+
+  auto reclaimSettings = parseReclaimSettings(args);
+  if (!reclaimSettings) return fail(reclaimSettings.error(), 2);
 
   std::shared_ptr<const policy::Scorer> scorer = policy::makeScorer(args.get("scorer"));
   if (!scorer) {
@@ -247,6 +262,12 @@ int runServe(const std::vector<std::string>& argv) {
     if (kube) kube->stop();
     return fail(started.reason());
   }
+  // The reclaim loop: in memory for a cluster file, through the Eviction API (leader only) else.
+  ReclaimRunner reclaim(mirror, *reclaimSettings, std::make_shared<SystemClock>(), kube.get());
+  reclaim.setEvictionHook([&metrics](const std::string& queue) { metrics.reclaimEvicted(queue); });
+  reclaim.start();
+
+
   std::unique_ptr<metrics::MetricsServer> metricsServer;
   if (args.get("metrics-listen") != "off") {
     auto served = metrics::MetricsServer::start(metrics, args.get("metrics-listen"));
@@ -264,9 +285,9 @@ int runServe(const std::vector<std::string>& argv) {
                                      ? "http://" + urlHost(args.get("metrics-listen")) + ":" +
                                            std::to_string(metricsServer->port()) + "/metrics"
                                      : "";
-  spdlog::info("{}: {} nodes, {} GPUs ({} free), {} queues, scorer {}", source,
+  spdlog::info("{}: {} nodes, {} GPUs ({} free), {} queues, scorer {}, reclaim {}", source,
                snap->nodes().size(), formatGpus(snap->capacity()), formatGpus(snap->free()),
-               snap->queues().size(), scorer->name());
+               snap->queues().size(), scorer->name(), reclaimModeName(*reclaimSettings));
   spdlog::info("serving the extender webhooks on {}; metrics {}", url,
                metricsServer ? "on " + metricsUrl : "off");
   if (*logFormat == LogFormat::kText) {
@@ -292,6 +313,7 @@ int runServe(const std::vector<std::string>& argv) {
     }
   }
   spdlog::info("stopping: finishing requests in flight");
+  reclaim.stop();  // no eviction starts after this; the round in progress finishes
   metricsServer.reset();
   server.stop();
   if (kube) kube->stop();  // releases the Lease so another replica takes over at once

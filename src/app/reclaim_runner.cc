@@ -1,0 +1,112 @@
+#include "reclaim_runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include "gpufair/k8s/evictor.h"
+#include "gpufair/state/mirror_evictor.h"
+
+#include "kube_source.h"
+
+namespace gpufair::app {
+
+// Logs every decision and passes it on to the Events observer, if any.
+class ReclaimRunner::LogObserver final : public state::ReclaimObserver {
+ public:
+  LogObserver(state::ReclaimObserver* next, const ReclaimRunner::EvictionHook& hook)
+      : next_(next), hook_(hook) {}
+  void evicted(const policy::ReclaimPlan& plan, const policy::ReclaimVictim& victim) override {
+    spdlog::info("reclaim: evicted {} on {} for {}: {}", victim.pod->key(), victim.pod->nodeName,
+                 plan.reclaimer, victim.reason);
+    if (hook_) hook_(victim.pod->queue);
+    if (next_) next_->evicted(plan, victim);
+  }
+  void evictionFailed(const policy::ReclaimPlan& plan, const policy::ReclaimVictim& victim,
+                      const state::EvictResult& result) override {
+    spdlog::warn("reclaim: could not evict {} for {} ({}): {}", victim.pod->key(), plan.reclaimer,
+                 state::evictOutcomeName(result.outcome), result.message);
+    if (next_) next_->evictionFailed(plan, victim, result);
+  }
+  void reclaimed(const policy::ReclaimPlan& plan) override {
+    spdlog::info("reclaim: {}", plan.reason);
+    if (next_) next_->reclaimed(plan);
+  }
+  void waiting(const policy::Pod& reclaimer, const std::string& reason) override {
+    spdlog::info("reclaim: {} waits: {}", reclaimer.key(), reason);
+    if (next_) next_->waiting(reclaimer, reason);
+  }
+  void dryRun(const policy::ReclaimPlan& plan) override {
+    spdlog::info("reclaim: {}", k8s::describeDryRun(plan));
+    if (next_) next_->dryRun(plan);
+  }
+  void roundFailed(const std::string& what) override {
+    spdlog::error("reclaim: round failed: {}", what);
+    if (next_) next_->roundFailed(what);
+  }
+
+ private:
+  state::ReclaimObserver* next_;
+  const ReclaimRunner::EvictionHook& hook_;  // the runner's; set before start()
+};
+
+std::vector<FlagSpec> reclaimFlags() {
+  return {{"reclaim",
+           "evict borrowed pods so queues get their deserved GPUs back: on, dry-run (plan and "
+           "log, evict nothing) or off",
+           "on"},
+          {"reclaim-period", "how often the reclaim loop runs", "5s"},
+          {"reclaim-hold", "how long GPUs freed by reclaim are held for the waiting pod", "2m"}};
+}
+
+Result<state::ReclaimSettings> parseReclaimSettings(const ParsedArgs& args) {
+  using R = Result<state::ReclaimSettings>;
+  state::ReclaimSettings settings;
+  const std::string& mode = args.get("reclaim");
+  if (mode == "off") {
+    settings.enabled = false;
+  } else if (mode == "dry-run") {
+    settings.dryRun = true;
+  } else if (mode != "on") {
+    return R::failure("--reclaim must be on, dry-run or off, not \"" + mode + "\"");
+  }
+  auto period = parseMillis(args.get("reclaim-period"));
+  if (!period || *period < 100) return R::failure("--reclaim-period must be at least 100ms");
+  settings.period = std::chrono::milliseconds{*period};
+  auto hold = parseMillis(args.get("reclaim-hold"));
+  if (!hold || *hold < 1000) return R::failure("--reclaim-hold must be at least 1s");
+  settings.holdFor = std::chrono::seconds{*hold / 1000};
+  return settings;
+}
+
+std::string reclaimModeName(const state::ReclaimSettings& settings) {
+  if (!settings.enabled) return "off";
+  return settings.dryRun ? "dry-run" : "on";
+}
+
+ReclaimRunner::ReclaimRunner(state::Mirror& mirror, state::ReclaimSettings settings, ClockPtr clock,
+                             KubeSource* kube) {
+  std::function<bool()> isLeader;
+  if (kube != nullptr) {
+    evictor_ = std::make_unique<k8s::KubeEvictor>(kube->client());
+    events_ = std::make_unique<k8s::ReclaimEvents>(kube->events());
+    isLeader = [kube] { return kube->isLeader(); };
+  } else {
+    evictor_ = std::make_unique<state::MirrorEvictor>(mirror);
+  }
+  log_ = std::make_unique<LogObserver>(events_.get(), evictionHook_);
+  controller_ = std::make_unique<state::ReclaimController>(
+      mirror, *evictor_, std::move(clock), settings, std::move(isLeader), log_.get());
+}
+
+ReclaimRunner::~ReclaimRunner() {
+  stop();
+}
+
+void ReclaimRunner::start() {
+  if (controller_->settings().enabled) controller_->start();
+}
+
+void ReclaimRunner::stop() {
+  controller_->stop();
+}
+
+}  // namespace gpufair::app

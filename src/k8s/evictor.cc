@@ -1,0 +1,64 @@
+#include "gpufair/k8s/evictor.h"
+
+#include "gpufair/k8s/api.h"
+
+namespace gpufair::k8s {
+
+state::EvictResult KubeEvictor::evict(const policy::Pod& pod, const std::string& /*reason*/) {
+  EvictionResult result = evictPod(*client_, pod.ns, pod.name, pod.uid, timeout_);
+  switch (result.outcome) {
+    case EvictionOutcome::kEvicted:
+      return {state::EvictOutcome::kEvicted, ""};
+    case EvictionOutcome::kBlocked:
+      return {state::EvictOutcome::kRefused, std::move(result.message)};
+    case EvictionOutcome::kNotFound:
+      return {state::EvictOutcome::kNotFound, std::move(result.message)};
+    case EvictionOutcome::kError:
+      break;
+  }
+  return {state::EvictOutcome::kError, std::move(result.message)};
+}
+
+std::string describeDryRun(const policy::ReclaimPlan& plan) {
+  std::string victims;
+  for (const auto& v : plan.victims) victims += (victims.empty() ? "" : ", ") + v.pod->key();
+  return "dry run: would evict " + victims + " on " + plan.node + " for " + plan.reclaimer + " (" +
+         plan.reason + ")";
+}
+
+void ReclaimEvents::onReclaimer(const policy::ReclaimPlan& plan, EventType type, std::string reason,
+                                std::string message) {
+  const auto slash = plan.reclaimer.find('/');
+  recorder_.recordPod(plan.reclaimer.substr(0, slash), plan.reclaimer.substr(slash + 1),
+                      plan.reclaimerUid, type, std::move(reason), std::move(message));
+}
+
+void ReclaimEvents::evicted(const policy::ReclaimPlan& /*plan*/,
+                            const policy::ReclaimVictim& victim) {
+  const policy::Pod& pod = *victim.pod;
+  recorder_.recordPod(pod.ns, pod.name, pod.uid, EventType::kNormal, "Reclaimed", victim.reason);
+}
+
+void ReclaimEvents::evictionFailed(const policy::ReclaimPlan& plan,
+                                   const policy::ReclaimVictim& victim,
+                                   const state::EvictResult& result) {
+  onReclaimer(plan, EventType::kWarning, "ReclaimBlocked",
+              "could not evict " + victim.pod->key() + " (" +
+                  state::evictOutcomeName(result.outcome) + "): " + result.message +
+                  "; trying another plan");
+}
+
+void ReclaimEvents::reclaimed(const policy::ReclaimPlan& plan) {
+  onReclaimer(plan, EventType::kNormal, "Reclaiming", plan.reason);
+}
+
+void ReclaimEvents::waiting(const policy::Pod& reclaimer, const std::string& reason) {
+  recorder_.recordPod(reclaimer.ns, reclaimer.name, reclaimer.uid, EventType::kNormal,
+                      "ReclaimWaiting", reason);
+}
+
+void ReclaimEvents::dryRun(const policy::ReclaimPlan& plan) {
+  onReclaimer(plan, EventType::kNormal, "ReclaimDryRun", describeDryRun(plan));
+}
+
+}  // namespace gpufair::k8s

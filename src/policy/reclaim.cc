@@ -1,0 +1,268 @@
+#include "gpufair/policy/reclaim.h"
+
+#include <algorithm>
+#include <map>
+
+#include "gpufair/policy/fair_share.h"
+
+#include "reclaim_planner.h"
+
+namespace gpufair::policy {
+namespace reclaim_detail {
+
+// Greedy on a statement: by victim order (bySize false) or by GPUs freed here first (bySize true),
+// until the pod fits; then drops every victim not needed, least preferred first.
+std::optional<NodePlan> Planner::evaluate(const Candidate& c, bool bySize) const {
+  Statement st(*c.node, c.simple, c.releasing, c.releasingPods, queues_, snap_.fitOptions());
+  std::vector<char> taken(c.units.size(), 0);
+  std::vector<const Unit*> order;
+  while (!st.fits(pod_)) {
+    int pick = -1;
+    Rank pickRank;
+    for (std::size_t i = 0; i < c.units.size(); ++i) {
+      const Unit& u = c.units[i];
+      if (taken[i] || !st.canEvict(u)) continue;
+      const QueueInfo& q = queues_[static_cast<std::size_t>(u.queue)];
+      const Rank r{u.borrowed, st.excessNow(u.queue), q.name, u.youngest, u.members.front()->uid};
+      const Unit* best = pick < 0 ? nullptr : &c.units[static_cast<std::size_t>(pick)];
+      const bool first = best == nullptr ||
+                         (bySize && u.here.gpus != best->here.gpus ? u.here.gpus > best->here.gpus
+                                                                   : ranksBefore(r, pickRank));
+      if (first) {
+        pick = static_cast<int>(i);
+        pickRank = r;
+      }
+    }
+    if (pick < 0) return std::nullopt;
+    taken[static_cast<std::size_t>(pick)] = 1;
+    st.evict(c.units[static_cast<std::size_t>(pick)]);
+    order.push_back(&c.units[static_cast<std::size_t>(pick)]);
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const std::size_t checkpoint = st.checkpoint();
+    st.restore(**it);
+    if (!st.fits(pod_)) st.rollback(checkpoint);
+  }
+  NodePlan plan;
+  plan.candidate = &c;
+  plan.units = st.commit();
+  std::sort(plan.units.begin(), plan.units.end(), [this](const Unit* a, const Unit* b) {
+    return ranksBefore(staticRank(*a), staticRank(*b));
+  });
+  for (const Unit* u : plan.units) {
+    plan.pods += static_cast<int>(u->members.size());
+    if (!u->borrowed) plan.unlabelled += static_cast<int>(u->members.size());
+    plan.freed += u->here;
+  }
+  return plan;
+}
+
+bool Planner::better(const NodePlan& a, const NodePlan& b) const {
+  if (a.unlabelled != b.unlabelled) return a.unlabelled < b.unlabelled;
+  if (a.pods != b.pods) return a.pods < b.pods;
+  for (std::size_t i = 0; i < a.units.size() && i < b.units.size(); ++i) {
+    const Rank ra = staticRank(*a.units[i]);
+    const Rank rb = staticRank(*b.units[i]);
+    if (ranksBefore(ra, rb)) return true;
+    if (ranksBefore(rb, ra)) return false;
+  }
+  if (a.units.size() != b.units.size()) return a.units.size() < b.units.size();
+  if (a.freed.gpus != b.freed.gpus) return a.freed.gpus < b.freed.gpus;
+  return a.candidate->node->name() < b.candidate->node->name();
+}
+
+std::string Planner::victimReason(const Pod& victim) const {
+  const int q = queueOf(victim);
+  const std::string by = "Reclaimed by queue " + pod_.queue + ": ";
+  if (q < 0) return by + "queue " + victim.queue + " is above what it is owed";
+  const QueueInfo& info = queues_[static_cast<std::size_t>(q)];
+  if (info.excess() > 0) {
+    return by + std::string(info.name) + " is " + gpusText(info.excess()) + " over its " +
+           "fair share of " + formatGpus(info.owed);
+  }
+  return by + std::string(info.name) + " holds " + gpusText(info.allocated) +
+         ", above its deserved quota of " + formatGpus(info.state->quota.gpu.deserved);
+}
+
+ReclaimPlan Planner::commit(const NodePlan& chosen) const {
+  ReclaimPlan plan;
+  plan.node = chosen.candidate->node->name();
+  plan.reclaimer = pod_.key();
+  plan.reclaimerUid = pod_.uid;
+  plan.queue = pod_.queue;
+  plan.gpus = pod_.gpus;
+  plan.freedOnNode = chosen.freed.gpus;
+  std::map<std::string, int> perQueue;
+  for (const Unit* u : chosen.units) {
+    for (const auto& m : u->members) {
+      plan.victims.push_back({m, victimReason(*m)});
+      ++perQueue[m->queue];
+    }
+  }
+  const QueueInfo& mine = queues_[static_cast<std::size_t>(reclaimer_)];
+  std::string from;
+  for (const auto& [queue, count] : perQueue) {
+    from += (from.empty() ? "" : ", ") + std::to_string(count) + (count == 1 ? " pod" : " pods") +
+            " of " + queue;
+  }
+  plan.reason = "queue " + pod_.queue + " (" + formatGpus(mine.allocated) + "/" +
+                formatGpus(inQuota_ ? mine.state->quota.gpu.deserved : mine.owed) + " GPUs " +
+                (inQuota_ ? "deserved" : "fair share") + ") reclaims " + gpusText(pod_.gpus) +
+                " on " + plan.node + " for " + pod_.key() + " by evicting " + from;
+  return plan;
+}
+
+ReclaimOutcome Planner::run() {
+  using Kind = ReclaimOutcome::Kind;
+  if (pod_.gpus <= 0) return outcome(Kind::kNotEligible, "pod " + pod_.key() + " requests no GPUs");
+  buildQueues();
+  reclaimer_ = queueOf(pod_);
+  if (reclaimer_ < 0) {
+    return outcome(Kind::kNotEligible,
+                   "queue " + pod_.queue + " of pod " + pod_.key() + " does not exist");
+  }
+  QueueInfo& mine = queues_[static_cast<std::size_t>(reclaimer_)];
+  mine.owed = fairShareCounting(snap_, pod_);  // with the pod counted, pending or not
+  const MilliGpu after = mine.allocated + pod_.gpus;
+  const MilliGpu deserved = mine.state->quota.gpu.deserved;
+  inQuota_ = after <= deserved;
+  if (!inQuota_ && after > mine.owed) {
+    return outcome(Kind::kNotEligible, "queue " + pod_.queue + " would hold " + gpusText(after) +
+                                           " with this pod, above its deserved " +
+                                           formatGpus(deserved) + " and its fair share " +
+                                           formatGpus(mine.owed) +
+                                           ": it may borrow idle GPUs but not reclaim them");
+  }
+  noteReleasing();
+  bool anyVictimQueue = false;
+  for (std::size_t i = 0; i < queues_.size(); ++i) {
+    QueueInfo& q = queues_[i];
+    q.floor =
+        inQuota_ ? q.state->quota.gpu.deserved : std::max(q.state->quota.gpu.deserved, q.owed);
+    q.victim = static_cast<int>(i) != reclaimer_ && q.allocated > q.floor;
+    anyVictimQueue = anyVictimQueue || q.victim;
+  }
+
+  std::vector<Candidate> candidates;
+  MilliGpu reachable = 0;
+  for (const auto& ptr : snap_.nodes()) {
+    const NodeState& node = *ptr;
+    if (!node.node().takesNewPods() || !pod_.allowsModel(node.node().gpuModel) ||
+        node.allocatable() < pod_.gpus ||
+        (!options_.excludedNodes.empty() && options_.excludedNodes.count(node.name()) > 0)) {
+      continue;
+    }
+    Candidate c;
+    c.node = &node;
+    if (auto it = releasingByNode_.find(node.name()); it != releasingByNode_.end()) {
+      c.releasingPods = it->second;
+      for (const auto& p : c.releasingPods) c.releasing += freedBy(*p);
+      if (Statement(node, false, c.releasing, c.releasingPods, queues_, snap_.fitOptions())
+              .fits(pod_)) {
+        return outcome(Kind::kNotNeeded, "pod " + pod_.key() + " fits on node " + node.name() +
+                                             " once pods being evicted there are gone");
+      }
+    } else if (nodeFits(node, pod_, snap_.fitOptions())) {
+      return outcome(Kind::kNotNeeded,
+                     "pod " + pod_.key() + " fits on node " + node.name() + " now");
+    }
+    // GPUs reserved here for another pod or gang are not the reclaimer's to free.
+    if (!node.reservations().empty()) {
+      c.blocked = (node.reservedAgainst(pod_) + kMilliPerGpu - 1) / kMilliPerGpu * kMilliPerGpu;
+    }
+    // Prune on per-queue totals before looking at pods.
+    MilliGpu upper = node.free() + c.releasing.gpus - c.blocked;
+    for (const QueueUse& use : node.byQueue()) {
+      auto q = queueIndex_.find(use.queue);
+      if (q != queueIndex_.end() && queues_[static_cast<std::size_t>(q->second)].victim)
+        upper += use.allocated;
+    }
+    if (upper < pod_.gpus) {
+      reachable = std::max(reachable, std::min(std::max<MilliGpu>(0, upper), node.allocatable()));
+      continue;
+    }
+    if (screen(c, &reachable)) candidates.push_back(std::move(c));
+  }
+  // By the lower bound on evictions, then by the best rank a victim there could have.
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.bound != b.bound) return a.bound < b.bound;
+    if (ranksBefore(a.optimistic, b.optimistic)) return true;
+    if (ranksBefore(b.optimistic, a.optimistic)) return false;
+    return a.node->name() < b.node->name();
+  });
+
+  std::optional<NodePlan> best;
+  for (Candidate& c : candidates) {
+    // Nothing after this node can beat the best plan: it needs more evictions, or as many with a
+    // first victim that ranks after the best plan's (unless the best plan had to take pods not
+    // labelled borrowed).
+    if (best && best->unlabelled == 0 &&
+        (c.bound > best->pods ||
+         (c.bound == best->pods && ranksBefore(staticRank(*best->units.front()), c.optimistic)))) {
+      break;
+    }
+    collect(*c.node, c);
+    for (bool bySize : {false, true}) {
+      auto plan = evaluate(c, bySize);
+      if (plan && (!best || better(*plan, *best))) best = std::move(plan);
+    }
+    if (!best) {
+      // For the refusal: what the rules let this node free.
+      Statement st(*c.node, c.simple, c.releasing, c.releasingPods, queues_, snap_.fitOptions());
+      for (const Unit& u : c.units) {
+        if (st.canEvict(u)) st.evict(u);
+      }
+      reachable =
+          std::max(reachable, std::min(c.node->free() + st.freed().gpus, c.node->allocatable()));
+    }
+  }
+  if (best) {
+    ReclaimOutcome out;
+    out.kind = Kind::kPlanned;
+    out.plan = commit(*best);
+    out.reason = out.plan->reason;
+    return out;
+  }
+  std::string why = "no node can be freed for " + pod_.key() + " (" + gpusText(pod_.gpus) +
+                    ", queue " + pod_.queue + "): ";
+  if (!anyVictimQueue) {
+    why += "no other queue holds more than it is owed";
+  } else {
+    why +=
+        "evicting what the rules allow leaves at most " + gpusText(reachable) + " free on one node";
+    auto count = [](std::size_t n, const char* what) {
+      return std::to_string(n) + (n == 1 ? " pod is " : " pods are ") + what;
+    };
+    if (!protected_.empty())
+      why += "; " + count(protected_.size(), "protected by reclaimMinRuntime");
+    if (!sparedSeen_.empty()) why += "; " + count(sparedSeen_.size(), "refused eviction");
+  }
+  return outcome(Kind::kNoPlan, std::move(why));
+}
+
+}  // namespace reclaim_detail
+
+const char* reclaimKindName(ReclaimOutcome::Kind kind) {
+  switch (kind) {
+    case ReclaimOutcome::Kind::kPlanned:
+      return "planned";
+    case ReclaimOutcome::Kind::kNotNeeded:
+      return "not-needed";
+    case ReclaimOutcome::Kind::kNotEligible:
+      return "not-eligible";
+    case ReclaimOutcome::Kind::kNoPlan:
+      return "no-plan";
+  }
+  return "unknown";
+}
+
+MilliGpu owedGpus(const QueueState& queue) {
+  return queue.fairShare;
+}
+
+ReclaimOutcome planReclaim(const ClusterSnapshot& snapshot, const Pod& pod,
+                           const ReclaimOptions& options) {
+  return reclaim_detail::Planner(snapshot, pod, options).run();
+}
+
+}  // namespace gpufair::policy
