@@ -178,7 +178,8 @@ MilliGpu fairShareGranularity(std::span<const FairShareInput> queues, MilliGpu c
 
 FairShareInput fairShareInput(const QueueState& queue) {
   return FairShareInput{queue.quota.name, queue.quota.gpu.deserved, queue.quota.gpu.limit,
-                        queue.quota.gpu.overQuotaWeight, queue.allocated + queue.pending};
+                        queue.quota.gpu.overQuotaWeight,
+                        queue.allocated + queue.pending + queue.reservedAhead};
 }
 
 MilliGpu fairShareCounting(const ClusterSnapshot& snapshot, const Pod& pod) {

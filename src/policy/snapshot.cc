@@ -280,6 +280,33 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<Po
       ++q->pendingPods;
     }
   }
+  // Reservations are demand: a gang's members not yet offered, a reclaimer's held GPUs. A holder
+  // that is pending already counts its request; only what is reserved beyond it is added.
+  struct Held {
+    MilliGpu reserved = 0;
+    MilliGpu pending = 0;
+    std::string queue;
+  };
+  std::unordered_map<std::string, Held> held;
+  for (const auto& node : nodes_) {
+    for (const auto& r : node->reservations()) {
+      Held& h = held[r.holder];
+      h.reserved += r.gpus;
+      h.queue = r.queue;
+    }
+  }
+  if (!held.empty()) {
+    for (const auto& pod : pending_) {
+      auto it = held.find(pod->uid);
+      if (it == held.end() && pod->inGang()) it = held.find(pod->gangKey());
+      if (it != held.end()) it->second.pending += pod->gpus;
+    }
+    for (const auto& [holder, h] : held) {
+      if (QueueState* q = queueIndex(h.queue); q != nullptr && h.reserved > h.pending) {
+        q->reservedAhead += h.reserved - h.pending;
+      }
+    }
+  }
   std::vector<FairShareInput> inputs;
   inputs.reserve(queues_.size());
   for (const auto& q : queues_) inputs.push_back(fairShareInput(q));

@@ -246,8 +246,9 @@ const Scenario kScenarios[] = {
       schedule("team-b", "b-1", 8, "", "fewer than 8 GPUs free"),
       // One eviction frees a node for it: the borrowed 8-GPU pod.
       reclaim({"a-5"}),
-      // Team A cannot take the freed GPUs back while team-b/b-1 waits for them.
-      schedule("team-a", "a-7", 8, "", "held for pending in-quota work of team-b"),
+      // Team A cannot take the freed GPUs back while team-b/b-1 waits for them: with B's demand
+      // counted, A's fair share is 32 and it holds 32 (the GPUs are also held for b-1).
+      schedule("team-a", "a-7", 8, "", "queue team-a would use 40 GPUs; deserved 20, fair share 32"),
       // Nothing more is evicted while the reclaim is in flight.
       reclaim({}),
       // kube-scheduler offers b-1 again: it lands where a-5 was.

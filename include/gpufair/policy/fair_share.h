@@ -7,7 +7,8 @@
 //      in proportion to overQuotaWeight, each capped by min(demand, limit). What a capped queue can
 //      not use flows to the others, round after round, until the GPUs or the wants run out.
 //
-// Demand is what a queue holds plus what it waits for (allocated + pending). A share may be below
+// Demand is what a queue holds plus what it waits for (allocated + pending, plus GPUs reserved for
+// its gangs or reclaimers beyond their pending requests). A share may be below
 // what a queue holds: the queue then runs over its fair share (a reclaim signal).
 //
 // Exact in integer milli-GPUs and deterministic: proportional parts are rounded down to the
@@ -48,7 +49,7 @@ std::vector<MilliGpu> computeFairShares(std::span<const FairShareInput> queues, 
 // otherwise 1 (milli-GPUs).
 MilliGpu fairShareGranularity(std::span<const FairShareInput> queues, MilliGpu capacity);
 
-// The inputs a snapshot's queue gives: its quota, and allocated + pending as demand.
+// The inputs a snapshot's queue gives: its quota, and allocated + pending + reservedAhead as demand.
 FairShareInput fairShareInput(const QueueState& queue);
 
 // The fair share of `pod`'s queue with the pod counted in its demand. The snapshot's

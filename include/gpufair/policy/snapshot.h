@@ -153,6 +153,9 @@ struct QueueState {
   MilliGpu pending = 0;    // requested by pending pods (kube-scheduler's queue as gpufair saw it)
   int pendingPods = 0;
   int runningPods = 0;
+  // GPUs reserved for the queue's pods or gangs (reclaim, gang plans) beyond what those holders
+  // have pending: members not offered yet are demand too. Counted in the fair share's demand.
+  MilliGpu reservedAhead = 0;
   // Deserved (capped by demand) plus its weighted part of the idle GPUs: see fair_share.h.
   MilliGpu fairShare = 0;
 
