@@ -23,7 +23,7 @@ CLANG_PACKAGES := clang-14 libclang-rt-14-dev llvm-14
 # functions (llvm-symbolizer reads the symbol table).
 SAN_CMAKE := -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Sanitize \
   -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g0" -DGPUFAIR_BUILD_BENCH=OFF
-FUZZ_SECONDS ?= 40
+FUZZ_SECONDS ?= 30
 FUZZERS := fuzz_extender_request fuzz_quota_yaml fuzz_quantity fuzz_k8s_objects fuzz_openb_csv
 TSAN_TESTS := state_test api_test k8s_test app_test
 SAN_ENV := ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer \
