@@ -1,7 +1,10 @@
 # gpufair: two commands for a fresh Debian 12 machine (as root, or with sudo available).
 #   make run   installs what it needs, builds, and serves the webhooks on the example cluster
 #   make test  installs what it needs, builds, and runs the whole test suite
-# Other targets: deps, build, bench, format, tidy, clean.
+# Other targets: deps, build, bench, format, tidy, clean, and the proofs CI runs after `test`:
+#   make sanitize  the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang)
+#   make fuzz      each libFuzzer target in tests/fuzz for FUZZ_SECONDS, from the same clang build
+#   make tsan      the concurrency tests (state, api, k8s, app) under ThreadSanitizer
 
 BUILD   ?= build
 TYPE    ?= RelWithDebInfo
@@ -14,13 +17,34 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git curl \
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libsimdjson-dev libspdlog-dev libfmt-dev \
   libgtest-dev libgmock-dev libbenchmark-dev libcpprest-dev libssl-dev prometheus-cpp-dev
 
-.PHONY: all deps build run test bench format tidy clean
+# clang, its sanitizer and libFuzzer runtimes (libclang_rt.*), and llvm-symbolizer for reports.
+CLANG_PACKAGES := clang-14 libclang-rt-14-dev llvm-14
+# Sanitizer builds: -O1 without debug info keeps them quick to build on 2 cores; reports still name
+# functions (llvm-symbolizer reads the symbol table).
+SAN_CMAKE := -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Sanitize \
+  -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g0" -DGPUFAIR_BUILD_BENCH=OFF
+FUZZ_SECONDS ?= 30
+FUZZERS := fuzz_extender_request fuzz_quota_yaml fuzz_quantity fuzz_k8s_objects fuzz_openb_csv
+TSAN_TESTS := state_test api_test k8s_test app_test
+SAN_ENV := ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer \
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
+  TSAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer
+
+.PHONY: all deps deps-clang build run test bench format tidy clean sanitize fuzz tsan
 
 all: build
 
 # Installs only what is missing, so repeated runs are quick and need no network.
 deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEB_PACKAGES)"
+
+deps-clang: deps
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(CLANG_PACKAGES)"
+
+install-packages:
+	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing Debian packages:" $$missing; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
@@ -40,6 +64,40 @@ test: build
 	# a retry keeps CI honest about real failures without failing on that timing (see the note).
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --repeat until-pass:2
 
+# One clang build serves both: tests and fuzzers carry ASan + UBSan (and coverage for libFuzzer).
+$(BUILD)-asan/build.ninja: | deps-clang
+	cmake -S . -B $(BUILD)-asan $(SAN_CMAKE) -DGPUFAIR_SANITIZE=address,undefined -DGPUFAIR_FUZZ=ON
+
+sanitize: deps-clang $(BUILD)-asan/build.ninja
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	$(SAN_ENV) ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS)
+
+# New inputs go to $(BUILD)-asan/corpus (the seeds in tests/fuzz/corpus stay as committed); a
+# crash, leak, timeout (-timeout s per input) or out-of-memory fails the target and leaves the input
+# as $(BUILD)-asan/artifacts/<fuzzer>-crash-* to reproduce with `<fuzzer> FILE`.
+fuzz: deps-clang $(BUILD)-asan/build.ninja
+	cmake --build $(BUILD)-asan -j $(JOBS) --target $(FUZZERS)
+	@mkdir -p $(BUILD)-asan/artifacts
+	@for f in $(FUZZERS); do \
+	  mkdir -p $(BUILD)-asan/corpus/$$f; \
+	  echo "== $$f: $(FUZZ_SECONDS) s"; \
+	  $(SAN_ENV) $(BUILD)-asan/tests/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	    -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+	    -artifact_prefix=$(BUILD)-asan/artifacts/$$f- \
+	    $(BUILD)-asan/corpus/$$f tests/fuzz/corpus/$$f 2>$(BUILD)-asan/$$f.log \
+	    || { tail -n 60 $(BUILD)-asan/$$f.log; exit 1; }; \
+	  grep -E '^stat::(number_of_executed_units|peak_rss_mb)|^#[0-9]+.*DONE' $(BUILD)-asan/$$f.log || true; \
+	done
+
+# Only the concurrency tests and what they link are built with ThreadSanitizer.
+$(BUILD)-tsan/build.ninja: | deps-clang
+	cmake -S . -B $(BUILD)-tsan $(SAN_CMAKE) -DGPUFAIR_SANITIZE=thread
+
+tsan: deps-clang $(BUILD)-tsan/build.ninja
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target $(TSAN_TESTS)
+	$(TSAN_ENV) ctest --test-dir $(BUILD)-tsan --output-on-failure -j $(JOBS) \
+	  -R '^($(subst $(eval) ,|,$(TSAN_TESTS)))\.'
+
 bench: deps
 	cmake -S . -B $(BUILD)-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUFAIR_BUILD_BENCH=ON -DGPUFAIR_BUILD_TESTS=OFF
 	cmake --build $(BUILD)-bench -j $(JOBS)
@@ -52,7 +110,7 @@ tidy: $(BUILD)/build.ninja
 	clang-tidy -p $(BUILD) $$(git ls-files 'src/*.cc')
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-bench
+	rm -rf $(BUILD) $(BUILD)-bench $(BUILD)-asan $(BUILD)-tsan
 
 # The deployment checks (tests/deploy: YAML, JSON Schema, the probe's TLS path) need these too.
 DEB_PACKAGES += python3 python3-yaml python3-jsonschema openssl

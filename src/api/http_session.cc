@@ -4,6 +4,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <spdlog/spdlog.h>
@@ -36,19 +37,27 @@ void SessionHub::remove(HttpSession* session) {
   if (sessions_.empty()) emptied_.notify_all();
 }
 
-std::size_t SessionHub::stopAll() {
+std::vector<std::shared_ptr<HttpSession>> SessionHub::lockAll() {
+  std::vector<std::shared_ptr<HttpSession>> open;
   std::lock_guard lock(mu_);
+  open.reserve(sessions_.size());
   for (auto& [raw, weak] : sessions_) {
-    if (auto session = weak.lock()) session->stop();
+    if (auto session = weak.lock()) open.push_back(std::move(session));
   }
-  return sessions_.size();
+  return open;
+}
+
+// Neither calls into a session under mu_: the reference taken from a weak_ptr may turn out to be
+// the last one (the session's io thread finished with it meanwhile), and the destructor it runs
+// calls remove(), which takes mu_ again.
+std::size_t SessionHub::stopAll() {
+  auto open = lockAll();
+  for (auto& session : open) session->stop();
+  return open.size();
 }
 
 void SessionHub::closeAll() {
-  std::lock_guard lock(mu_);
-  for (auto& [raw, weak] : sessions_) {
-    if (auto session = weak.lock()) session->closeSocket();
-  }
+  for (auto& session : lockAll()) session->closeSocket();
 }
 
 bool SessionHub::waitEmpty(std::chrono::milliseconds timeout) {
@@ -61,24 +70,48 @@ std::size_t SessionHub::open() const {
   return sessions_.size();
 }
 
-HttpSession::HttpSession(asio::ip::tcp::socket&& socket, SessionHub& hub, bool overloaded)
+HttpSession::HttpSession(asio::ip::tcp::socket&& socket, SessionHub& hub,
+                         std::shared_ptr<asio::ssl::context> tls, bool overloaded)
     : socket_(std::move(socket)),
+      tlsContext_(std::move(tls)),
       timer_(socket_.get_executor()),
       hub_(hub),
-      overloaded_(overloaded) {}
+      overloaded_(overloaded) {
+  if (tlsContext_) tls_.emplace(socket_, *tlsContext_);
+}
 
 HttpSession::~HttpSession() {
   hub_.remove(this);
 }
 
 void HttpSession::start() {
-  asio::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->waitForRequest(); });
+  asio::dispatch(socket_.get_executor(), [self = shared_from_this()] {
+    if (!self->tls_) return self->waitForRequest();
+    self->armTimer(self->hub_.options.readTimeout);
+    self->tls_->async_handshake(asio::ssl::stream_base::server,
+                                [self](error_code ec) { self->onHandshake(ec); });
+  });
+}
+
+void HttpSession::onHandshake(error_code ec) {
+  const bool timedOut = timedOut_;
+  disarmTimer();
+  if (ec || timedOut) {
+    if (!stopRequested_ && !hub_.stopping) {
+      ++hub_.stats.tlsHandshakeFailures;
+      spdlog::info("TLS handshake with {} failed: {}", remote(),
+                   timedOut ? "not done within the read timeout" : ec.message());
+    }
+    return close();
+  }
+  waitForRequest();
 }
 
 void HttpSession::stop() {
   asio::post(socket_.get_executor(), [self = shared_from_this()] {
     self->stopRequested_ = true;
-    if (self->phase_ == Phase::kIdle) self->close();  // mid-request: finishes, then closes
+    // Idle or still shaking hands: close now. Mid-request: it finishes, then closes.
+    if (self->phase_ == Phase::kIdle || self->phase_ == Phase::kHandshake) self->close();
   });
 }
 
@@ -109,15 +142,21 @@ void HttpSession::waitForRequest() {
   if (stopRequested_ || hub_.stopping) return close();
   if (buffer_.size() > 0) return readRequest();  // a pipelined request is already here
   armTimer(hub_.options.idleTimeout);
-  socket_.async_read_some(buffer_.prepare(kReadChunk),
-                          [self = shared_from_this()](error_code ec, std::size_t bytes) {
-                            self->onFirstBytes(ec, bytes);
-                          });
+  withStream([this](auto& stream) {
+    stream.async_read_some(buffer_.prepare(kReadChunk),
+                           [self = shared_from_this()](error_code ec, std::size_t bytes) {
+                             self->onFirstBytes(ec, bytes);
+                           });
+  });
 }
 
 void HttpSession::onFirstBytes(error_code ec, std::size_t bytes) {
+  const bool timedOut = timedOut_;
   disarmTimer();
-  if (ec) return close();  // idle timeout, peer closed, or stop(): nothing to answer
+  if (ec) {  // idle timeout, peer closed, or stop(): nothing to answer
+    if (timedOut) ++hub_.stats.idleClosed;
+    return close();
+  }
   buffer_.commit(bytes);
   readRequest();
 }
@@ -129,14 +168,17 @@ void HttpSession::readRequest() {
   parser_->header_limit(
       static_cast<std::uint32_t>(std::min<std::size_t>(hub_.options.maxHeaderBytes, UINT32_MAX)));
   armTimer(hub_.options.readTimeout);
-  http::async_read(socket_, buffer_, *parser_,
-                   [self = shared_from_this()](error_code ec, std::size_t) { self->onRead(ec); });
+  withStream([this](auto& stream) {
+    http::async_read(stream, buffer_, *parser_,
+                     [self = shared_from_this()](error_code ec, std::size_t) { self->onRead(ec); });
+  });
 }
 
 void HttpSession::onRead(error_code ec) {
   const bool timedOut = timedOut_;
   disarmTimer();
   if (timedOut) {
+    ++hub_.stats.readTimeouts;
     spdlog::info("request not complete after {} ms; answering 408",
                  hub_.options.readTimeout.count());
     return sendError(408, "request not received completely within " +
@@ -144,16 +186,19 @@ void HttpSession::onRead(error_code ec) {
   }
   if (ec == http::error::end_of_stream || ec == http::error::partial_message) return close();
   if (ec == http::error::body_limit) {
+    ++hub_.stats.bodyTooLarge;
     spdlog::info("request body over {} bytes; answering 413", hub_.options.maxBodyBytes);
     return sendError(
         413, "request body larger than " + std::to_string(hub_.options.maxBodyBytes) + " bytes");
   }
   if (ec == http::error::header_limit) {
+    ++hub_.stats.headerTooLarge;
     spdlog::info("request header over {} bytes; answering 431", hub_.options.maxHeaderBytes);
     return sendError(431, "request header larger than " +
                               std::to_string(hub_.options.maxHeaderBytes) + " bytes");
   }
   if (ec && ec.category() == http::make_error_code(http::error::bad_target).category()) {
+    ++hub_.stats.malformedRequests;
     spdlog::info("malformed HTTP request: {}", ec.message());
     return sendError(400, "malformed HTTP request: " + ec.message());
   }
@@ -177,6 +222,7 @@ void HttpSession::handleRequest() {
     response = hub_.handler.handle(
         Request{view(request.method_string()), view(request.target()), request.body()});
   } catch (const std::exception& e) {
+    ++hub_.stats.handlerErrors;
     spdlog::error("{} {}: handler failed: {}", view(request.method_string()),
                   view(request.target()), e.what());
     response = errorResponse(500, std::string("internal error: ") + e.what());
@@ -202,19 +248,41 @@ void HttpSession::send(Response response, unsigned version, bool keepAlive) {
   closeAfterWrite_ = !response_.keep_alive();
   phase_ = Phase::kWriting;
   armTimer(hub_.options.writeTimeout);
-  http::async_write(socket_, response_,
-                    [self = shared_from_this()](error_code ec, std::size_t) { self->onWrite(ec); });
+  withStream([this](auto& stream) {
+    http::async_write(stream, response_, [self = shared_from_this()](error_code ec, std::size_t) {
+      self->onWrite(ec);
+    });
+  });
 }
 
 void HttpSession::onWrite(error_code ec) {
+  const bool timedOut = timedOut_;
   disarmTimer();
-  if (ec) return close();
+  if (ec) {
+    if (timedOut) {
+      ++hub_.stats.writeTimeouts;
+      spdlog::info("{}: answer not taken within {} ms; closing", remote(),
+                   hub_.options.writeTimeout.count());
+    }
+    return close();
+  }
   if (closeAfterWrite_) return lingerClose();
   waitForRequest();
 }
 
 void HttpSession::lingerClose() {
   phase_ = Phase::kLingering;
+  if (!tls_) return drainAndClose();
+  // TLS: say close_notify first. A client that answers it, or closes, ends this at once; one that
+  // goes on sending is cut off by the timer.
+  armTimer(hub_.stopping ? kStoppingLingerTimeout : kLingerTimeout);
+  tls_->async_shutdown([self = shared_from_this()](error_code) {
+    self->disarmTimer();
+    self->close();
+  });
+}
+
+void HttpSession::drainAndClose() {
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
   buffer_.clear();
@@ -229,6 +297,13 @@ void HttpSession::onLinger(error_code ec, std::size_t) {
   socket_.async_read_some(
       buffer_.prepare(kReadChunk),
       [self = shared_from_this()](error_code ec, std::size_t bytes) { self->onLinger(ec, bytes); });
+}
+
+std::string HttpSession::remote() const {
+  error_code ec;
+  const auto endpoint = socket_.remote_endpoint(ec);
+  if (ec) return "client";
+  return endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
 }
 
 void HttpSession::close() {

@@ -1,10 +1,12 @@
-// HttpSession: one keep-alive HTTP/1.1 connection of ExtenderServer.
-//   idle (waiting for a request's first byte, idleTimeout) -> reading (readTimeout) -> handling
-//   (synchronously, on the io thread) -> writing (writeTimeout) -> idle again, or closing.
+// HttpSession: one keep-alive HTTP/1.1 connection of ExtenderServer, plain or TLS.
+//   [TLS handshake (readTimeout)] -> idle (waiting for a request's first byte, idleTimeout) ->
+//   reading (readTimeout) -> handling (synchronously, on the io thread) -> writing (writeTimeout)
+//   -> idle again, or closing.
 // Errors before a request is complete are answered (400, 408, 413, 431) with Connection: close; the
-// socket is then half-closed and drained briefly so the client reads the answer instead of a reset.
+// connection is then closed gracefully (TLS close_notify; TCP half-close and a brief drain) so the
+// client reads the answer instead of a reset.
 // Thread-safety: every handler of a session runs on its strand; stop() may be called from any
-// thread.
+// thread. SessionHub is thread-safe; it never calls into a session while holding its lock.
 #pragma once
 
 #include <atomic>
@@ -14,8 +16,11 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -29,8 +34,8 @@ class HttpSession;
 
 // What all sessions of one server share. Outlives every session (see ExtenderServer::Impl).
 struct SessionHub {
-  SessionHub(RequestHandler& handler, const ServerOptions& options)
-      : handler(handler), options(options) {}
+  SessionHub(RequestHandler& handler, const ServerOptions& options, ServerStats& stats)
+      : handler(handler), options(options), stats(stats) {}
 
   void add(const std::shared_ptr<HttpSession>& session);
   void remove(HttpSession* session);
@@ -44,9 +49,14 @@ struct SessionHub {
 
   RequestHandler& handler;
   const ServerOptions& options;
+  ServerStats& stats;
   std::atomic<bool> stopping{false};
 
  private:
+  // Strong references to the open sessions, taken under the lock and used after it is released:
+  // dropping the last reference destroys a session, whose destructor calls remove().
+  std::vector<std::shared_ptr<HttpSession>> lockAll();
+
   mutable std::mutex mu_;
   std::condition_variable emptied_;
   std::unordered_map<HttpSession*, std::weak_ptr<HttpSession>> sessions_;  // GUARDED_BY(mu_)
@@ -55,8 +65,10 @@ struct SessionHub {
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   // socket: accepted on a strand, which all of the session's handlers then run on.
+  // tls: the server's TLS context, or null for plain HTTP; the caller keeps it alive.
   // overloaded: the server is over maxConnections; the request is read and answered 503.
-  HttpSession(boost::asio::ip::tcp::socket&& socket, SessionHub& hub, bool overloaded);
+  HttpSession(boost::asio::ip::tcp::socket&& socket, SessionHub& hub,
+              std::shared_ptr<boost::asio::ssl::context> tls, bool overloaded);
   ~HttpSession();
 
   void start();
@@ -64,9 +76,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void closeSocket();  // only when no io thread runs
 
  private:
-  enum class Phase { kIdle, kReading, kWriting, kLingering, kClosed };
+  enum class Phase { kHandshake, kIdle, kReading, kWriting, kLingering, kClosed };
   using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+  using TlsStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>;
 
+  // Calls f with the stream requests travel on: the TLS stream, or the socket itself.
+  template <typename F>
+  void withStream(F&& f) {
+    if (tls_) {
+      f(*tls_);
+    } else {
+      f(socket_);
+    }
+  }
+  void onHandshake(boost::system::error_code ec);
   void waitForRequest();
   void onFirstBytes(boost::system::error_code ec, std::size_t bytes);
   void readRequest();
@@ -76,19 +99,23 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void send(Response response, unsigned version, bool keepAlive);
   void onWrite(boost::system::error_code ec);
   void lingerClose();
+  void drainAndClose();
   void onLinger(boost::system::error_code ec, std::size_t bytes);
   void close();
   void armTimer(std::chrono::milliseconds timeout);
+  std::string remote() const;  // "ADDRESS:PORT" of the peer, for logs
   void disarmTimer();
 
   boost::asio::ip::tcp::socket socket_;
+  std::shared_ptr<boost::asio::ssl::context> tlsContext_;  // keeps the context alive for tls_
+  std::optional<TlsStream> tls_;
   boost::asio::steady_timer timer_;
   SessionHub& hub_;
   const bool overloaded_;
   boost::beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
   boost::beast::http::response<boost::beast::http::string_body> response_;
-  Phase phase_ = Phase::kIdle;
+  Phase phase_ = Phase::kHandshake;
   bool stopRequested_ = false;
   bool closeAfterWrite_ = false;
   bool timedOut_ = false;

@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <spdlog/spdlog.h>
@@ -32,7 +33,47 @@ Status validate(const ServerOptions& options) {
   for (auto timeout : {options.readTimeout, options.idleTimeout, options.writeTimeout}) {
     if (timeout.count() <= 0) return Status::error("timeouts must be positive");
   }
+  if (options.tls.enabled() && options.tls.keyFile.empty()) {
+    return Status::error("TLS: a certificate needs its private key (key file)");
+  }
+  if (!options.tls.enabled() &&
+      (!options.tls.keyFile.empty() || !options.tls.clientCaFile.empty())) {
+    return Status::error("TLS: a key or client CA was given without a certificate");
+  }
   return Status::ok();
+}
+
+// The server side of TLS 1.2 and 1.3 with the given certificate and key; with a client CA, a
+// client must present a certificate it signed.
+Result<std::shared_ptr<asio::ssl::context>> makeTlsContext(const TlsOptions& tls) {
+  using R = Result<std::shared_ptr<asio::ssl::context>>;
+  auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+  error_code ec;
+  context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                           asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                           asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use,
+                       ec);
+  if (ec) return R::failure("TLS: " + ec.message());
+  if (context->use_certificate_chain_file(tls.certFile, ec); ec) {
+    return R::failure("TLS certificate " + tls.certFile + ": " + ec.message());
+  }
+  if (context->use_private_key_file(tls.keyFile, asio::ssl::context::pem, ec); ec) {
+    // Unreadable, not a key, or the key of another certificate (OpenSSL checks they match here).
+    return R::failure("TLS key " + tls.keyFile + " cannot be used with the certificate " +
+                      tls.certFile + ": " + ec.message());
+  }
+  if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
+    return R::failure("TLS key " + tls.keyFile + " does not belong to the certificate " +
+                      tls.certFile);
+  }
+  if (!tls.clientCaFile.empty()) {
+    if (context->load_verify_file(tls.clientCaFile, ec); ec) {
+      return R::failure("TLS client CA " + tls.clientCaFile + ": " + ec.message());
+    }
+    context->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert, ec);
+    if (ec) return R::failure("TLS: " + ec.message());
+  }
+  return context;
 }
 
 }  // namespace
@@ -64,15 +105,17 @@ Result<ListenAddress> parseListenAddress(std::string_view text) {
 }
 
 // Member order matters: the hub outlives the io_context, whose destruction releases the last
-// sessions, and the sessions unregister from the hub.
+// sessions, and the sessions unregister from the hub. The acceptor and its retry timer live on
+// one strand, so stop()'s close never races an accept completion.
 class ExtenderServer::Impl {
  public:
   Impl(RequestHandler& handler, ServerOptions options)
       : options_(std::move(options)),
-        hub_(handler, options_),
+        hub_(handler, options_, stats_),
         ioc_(std::max(1, options_.threads)),
-        acceptor_(ioc_),
-        retryTimer_(ioc_) {}
+        acceptStrand_(asio::make_strand(ioc_)),
+        acceptor_(acceptStrand_),
+        retryTimer_(acceptStrand_) {}
 
   Status start() {
     if (started_) return Status::error("server already started");
@@ -87,6 +130,18 @@ class ExtenderServer::Impl {
       return Status::error("listen address " + options_.listen + ": " + ec.message());
     }
     const tcp::endpoint endpoint = endpoints.begin()->endpoint();
+    if (!options_.tls.enabled() && !options_.allowInsecureHttp &&
+        !endpoint.address().is_loopback()) {
+      return Status::error("refusing to serve plain HTTP on " + options_.listen + " (" +
+                           endpoint.address().to_string() +
+                           " is not a loopback address): configure TLS (--tls-cert, --tls-key) "
+                           "or allow it explicitly (--allow-insecure-http)");
+    }
+    if (options_.tls.enabled()) {
+      auto context = makeTlsContext(options_.tls);
+      if (!context) return Status::error(context.error());
+      tls_ = std::move(context.value());
+    }
     if (acceptor_.open(endpoint.protocol(), ec); ec) return listenError("open", ec);
     if (acceptor_.set_option(asio::socket_base::reuse_address(true), ec); ec) {
       return listenError("set SO_REUSEADDR", ec);
@@ -100,7 +155,10 @@ class ExtenderServer::Impl {
     accept();
     threads_.reserve(static_cast<std::size_t>(options_.threads));
     for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
-    spdlog::info("extender listening on {}:{} with {} io threads", address->host, port_.load(),
+    spdlog::info("extender listening on {}:{} ({}) with {} io threads", address->host, port_.load(),
+                 !tls_                               ? "plain HTTP"
+                 : options_.tls.clientCaFile.empty() ? "TLS"
+                                                     : "TLS, client certificates required",
                  options_.threads);
     return Status::ok();
   }
@@ -109,7 +167,7 @@ class ExtenderServer::Impl {
     if (!started_ || stopped_) return;
     stopped_ = true;
     hub_.stopping = true;
-    asio::post(ioc_, [this] {
+    asio::post(acceptStrand_, [this] {
       error_code ignored;
       acceptor_.close(ignored);
       retryTimer_.cancel();
@@ -127,6 +185,8 @@ class ExtenderServer::Impl {
   }
 
   std::uint16_t port() const { return port_; }
+  bool tls() const { return tls_ != nullptr; }
+  const ServerStats& stats() const { return stats_; }
 
  private:
   Status listenError(const char* what, const error_code& ec) {
@@ -154,6 +214,8 @@ class ExtenderServer::Impl {
 
   void admit(tcp::socket socket) {
     const std::size_t open = hub_.open();
+    ++stats_.connectionsAccepted;
+    if (open >= options_.maxConnections) ++stats_.connectionsRefused;
     if (open >= 2 * options_.maxConnections) {
       // Far over the limit: even the 503 would cost too much.
       error_code ignored;
@@ -162,15 +224,18 @@ class ExtenderServer::Impl {
     }
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto session = std::make_shared<detail::HttpSession>(std::move(socket), hub_,
+    auto session = std::make_shared<detail::HttpSession>(std::move(socket), hub_, tls_,
                                                          open >= options_.maxConnections);
     hub_.add(session);
     session->start();
   }
 
   ServerOptions options_;
+  ServerStats stats_;
   detail::SessionHub hub_;
+  std::shared_ptr<asio::ssl::context> tls_;  // null: plain HTTP
   asio::io_context ioc_;
+  asio::strand<asio::io_context::executor_type> acceptStrand_;
   tcp::acceptor acceptor_;
   asio::steady_timer retryTimer_;
   std::vector<std::thread> threads_;
@@ -194,6 +259,12 @@ void ExtenderServer::stop() {
 }
 std::uint16_t ExtenderServer::port() const {
   return impl_->port();
+}
+bool ExtenderServer::tls() const {
+  return impl_->tls();
+}
+const ServerStats& ExtenderServer::stats() const {
+  return impl_->stats();
 }
 
 }  // namespace gpufair::api

@@ -40,7 +40,15 @@ const std::vector<FlagSpec>& serveFlags() {
       {"renew-deadline", "leader election: stop leading when not renewed for this long", "10s"},
       {"retry-period", "leader election: how often to try to acquire or renew", "2s"},
       {"stale-after", "not ready when a watch has been down for longer than this", "60s"},
-      {"listen", "HOST:PORT for the webhooks; port 0 picks a free port", "127.0.0.1:8888"},
+      {"listen",
+       "HOST:PORT for the webhooks; port 0 picks a free port. Plain HTTP only on loopback "
+       "unless --allow-insecure-http",
+       "127.0.0.1:8888"},
+      {"tls-cert", "serve HTTPS with this PEM certificate chain (needs --tls-key)", ""},
+      {"tls-key", "the PEM private key of --tls-cert", ""},
+      {"client-ca", "HTTPS: require a client certificate signed by this PEM CA (kube-scheduler's)",
+       ""},
+      {"allow-insecure-http", "serve plain HTTP on a non-loopback --listen address", "", true},
       {"namespace",
        "gpufair's own namespace: quota ConfigMaps and the Lease live here (default: the service "
        "account's namespace in a cluster, else gpufair-system)",
@@ -48,8 +56,12 @@ const std::vector<FlagSpec>& serveFlags() {
       {"scorer", "placement strategy: blockfit, fgd, fgdplus, bestfit, binpack, spread, ...",
        policy::kDefaultScorer},
       {"threads", "HTTP io threads", "2"},
-      {"max-body-bytes", "largest request body accepted", std::to_string(64u << 20)},
-      {"read-timeout", "time a client has to send a whole request", "10s"},
+      {"max-body-bytes", "largest request body accepted (413 beyond)", std::to_string(64u << 20)},
+      {"max-header-bytes", "largest request header accepted (431 beyond)",
+       std::to_string(16u << 10)},
+      {"read-timeout", "time a client has to send a whole request (or finish a TLS handshake)",
+       "10s"},
+      {"write-timeout", "time a client has to take an answer", "10s"},
       {"idle-timeout", "keep-alive connections silent this long are closed", "90s"},
       {"max-connections", "open connections beyond this are refused with 503", "1024"},
       {"assume-ttl", "an unconfirmed binding is forgotten after this", "30s"},
@@ -151,16 +163,31 @@ int runServe(const std::vector<std::string>& argv) {
 
   api::ServerOptions options;
   options.listen = args.get("listen");
+  if (args.has("tls-cert") != args.has("tls-key")) {
+    return fail("--tls-cert and --tls-key go together", 2);
+  }
+  if (args.has("client-ca") && !args.has("tls-cert")) {
+    return fail("--client-ca needs --tls-cert and --tls-key", 2);
+  }
+  if (args.has("tls-cert")) {
+    options.tls.certFile = args.get("tls-cert");
+    options.tls.keyFile = args.get("tls-key");
+    if (args.has("client-ca")) options.tls.clientCaFile = args.get("client-ca");
+  }
+  options.allowInsecureHttp = args.has("allow-insecure-http");
   struct {
     const char* flag;
     std::chrono::milliseconds* out;
-  } durations[] = {{"read-timeout", &options.readTimeout}, {"idle-timeout", &options.idleTimeout}};
+  } durations[] = {{"read-timeout", &options.readTimeout},
+                   {"idle-timeout", &options.idleTimeout},
+                   {"write-timeout", &options.writeTimeout}};
   for (auto& d : durations) {
     auto ms = parseMillis(args.get(d.flag));
     if (!ms) return fail("--" + std::string(d.flag) + ": " + ms.error(), 2);
     *d.out = std::chrono::milliseconds{*ms};
   }
   for (auto [flag, out] : {std::pair{"max-body-bytes", &options.maxBodyBytes},
+                           std::pair{"max-header-bytes", &options.maxHeaderBytes},
                            std::pair{"max-connections", &options.maxConnections}}) {
     auto n = parseCount(flag, args.get(flag));
     if (!n) return fail(n.error(), 2);
@@ -267,7 +294,6 @@ int runServe(const std::vector<std::string>& argv) {
   reclaim.setEvictionHook([&metrics](const std::string& queue) { metrics.reclaimEvicted(queue); });
   reclaim.start();
 
-
   std::unique_ptr<metrics::MetricsServer> metricsServer;
   if (args.get("metrics-listen") != "off") {
     auto served = metrics::MetricsServer::start(metrics, args.get("metrics-listen"));
@@ -280,7 +306,8 @@ int runServe(const std::vector<std::string>& argv) {
   }
 
   auto snap = mirror.snapshot();
-  const std::string url = "http://" + urlHost(options.listen) + ":" + std::to_string(server.port());
+  const std::string url = std::string(server.tls() ? "https://" : "http://") +
+                          urlHost(options.listen) + ":" + std::to_string(server.port());
   const std::string metricsUrl = metricsServer
                                      ? "http://" + urlHost(args.get("metrics-listen")) + ":" +
                                            std::to_string(metricsServer->port()) + "/metrics"

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <system_error>
 
+#include <yaml-cpp/eventhandler.h>
+
 #include "gpufair/common/json.h"
 
 namespace gpufair::config::detail {
@@ -146,8 +148,59 @@ std::string ErrorList::joined() const {
   return out;
 }
 
+namespace {
+
+// Counts documents without building nodes, and gives up once there are more than `limit`.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  explicit DocumentCounter(std::size_t limit) : limit_(limit) {}
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ > limit_) {
+      throw YAML::ParserException(mark, "the YAML parser does not advance past this point");
+    }
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  std::size_t limit_;
+  std::size_t documents_ = 0;
+};
+
+// yaml-cpp 0.7 (Debian 12) never finishes LoadAll on some malformed streams: a flow entry at
+// document level ("\"x\",", found by tests/fuzz/fuzz_quota_yaml) yields empty documents forever,
+// allocating until the process runs out of memory. A stream holds at most one document more than
+// it has "---" and "..." markers, so the documents are counted first (events only, no nodes)
+// against that bound, and such input is a syntax error.
+void checkDocumentsEnd(std::string_view text) {
+  std::size_t markers = 0;
+  for (std::string_view marker : {"---", "..."}) {
+    for (auto pos = text.find(marker); pos != std::string_view::npos;
+         pos = text.find(marker, pos + 3)) {
+      ++markers;
+    }
+  }
+  std::istringstream in{std::string(text)};
+  YAML::Parser parser(in);
+  DocumentCounter counter(markers + 1);
+  while (parser.HandleNextDocument(counter)) {
+  }
+}
+
+}  // namespace
+
 Result<std::vector<YAML::Node>> loadDocuments(std::string_view text, const Locator& where) {
   try {
+    checkDocumentsEnd(text);
     return YAML::LoadAll(std::string(text));
   } catch (const YAML::ParserException& e) {
     return Result<std::vector<YAML::Node>>::failure(where.at(e.mark) +

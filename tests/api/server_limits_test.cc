@@ -39,6 +39,12 @@ class ServerLimitsTest : public ::testing::Test {
   static std::string errorOf(const testsupport::HttpReply& reply) {
     return parseJson(reply.body).at("Error").get<std::string>();
   }
+  // Counters are bumped on an io thread before the answer or the close; by the time the client
+  // has seen either, they are set. Waits a little anyway for closes the client cannot observe.
+  static std::uint64_t counted(const std::atomic<std::uint64_t>& counter, std::uint64_t want = 1) {
+    for (int i = 0; i < 200 && counter.load() < want; ++i) std::this_thread::sleep_for(5ms);
+    return counter.load();
+  }
 
   Cluster cluster;
   ExtenderService service{cluster.mirror, *cluster.scorer, cluster.binder};
@@ -52,6 +58,7 @@ TEST_F(ServerLimitsTest, OversizeBodyIs413) {
   EXPECT_EQ(errorOf(reply), "request body larger than 1024 bytes");
   EXPECT_FALSE(reply.keepAlive);
   EXPECT_TRUE(client.closedByServer());
+  EXPECT_EQ(counted(server.stats().bodyTooLarge), 1u);
   expectServing();
 }
 
@@ -62,6 +69,8 @@ TEST_F(ServerLimitsTest, OversizeHeaderIs431) {
   const auto reply = client.readReply();
   EXPECT_EQ(reply.status, 431);
   EXPECT_EQ(errorOf(reply), "request header larger than 1024 bytes");
+  EXPECT_EQ(counted(server.stats().headerTooLarge), 1u);
+  EXPECT_EQ(server.stats().bodyTooLarge, 0u);
   expectServing();
 }
 
@@ -72,6 +81,7 @@ TEST_F(ServerLimitsTest, MalformedHttpIs400) {
   EXPECT_EQ(reply.status, 400);
   EXPECT_EQ(errorOf(reply).rfind("malformed HTTP request: ", 0), 0u) << reply.body;
   EXPECT_TRUE(client.closedByServer());
+  EXPECT_EQ(counted(server.stats().malformedRequests), 1u);
   expectServing();
 }
 
@@ -86,6 +96,7 @@ TEST_F(ServerLimitsTest, SlowClientGets408AndIsClosed) {
   EXPECT_EQ(errorOf(reply), "request not received completely within 300 ms");
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
   EXPECT_TRUE(client.closedByServer());
+  EXPECT_EQ(counted(server.stats().readTimeouts), 1u);
   expectServing();
 }
 
@@ -93,6 +104,7 @@ TEST_F(ServerLimitsTest, IdleKeepAliveConnectionIsClosedQuietly) {
   HttpClient client(server.port());
   EXPECT_EQ(client.request("GET", "/healthz").status, 200);
   EXPECT_TRUE(client.closedByServer(5s));
+  EXPECT_EQ(counted(server.stats().idleClosed), 1u);
   expectServing();
 }
 
@@ -107,6 +119,8 @@ TEST_F(ServerLimitsTest, ConnectionsOverTheLimitAre503) {
   EXPECT_EQ(reply.status, 503);
   EXPECT_EQ(errorOf(reply), "server busy: over 3 open connections; retry later");
   EXPECT_FALSE(reply.keepAlive);
+  EXPECT_EQ(server.stats().connectionsRefused, 1u);
+  EXPECT_EQ(server.stats().connectionsAccepted, 4u);
   // The connections within the limit keep working.
   EXPECT_EQ(open.front()->request("GET", "/healthz").status, 200);
   open.clear();
@@ -156,6 +170,7 @@ TEST(ServerHandlerTest, HandlerExceptionIs500) {
   const auto reply = client.request("GET", "/throw");
   EXPECT_EQ(reply.status, 500);
   EXPECT_EQ(parseJson(reply.body).at("Error"), "internal error: handler bug");
+  EXPECT_EQ(server.stats().handlerErrors, 1u);
   EXPECT_EQ(client.request("GET", "/fine").status, 200);
 }
 
@@ -181,6 +196,54 @@ TEST(ServerHandlerTest, StopDrainsRequestsInFlight) {
   const auto reply = client.readReply(2s);
   EXPECT_EQ(reply.status, 200);
   EXPECT_FALSE(reply.keepAlive);  // stopping: the connection ends after this answer
+}
+
+// A client that stops reading: the answer cannot be written within writeTimeout, the connection is
+// closed and counted, and the server goes on.
+class BigHandler final : public RequestHandler {
+ public:
+  Response handle(const Request& request) override {
+    Response response = errorResponse(200, "");
+    if (request.target == "/big") response.body.assign(std::size_t{64} << 20, 'x');
+    return response;
+  }
+};
+
+TEST(ServerHandlerTest, ClientThatDoesNotReadIsCutOffAfterWriteTimeout) {
+  BigHandler handler;
+  ServerOptions options = tightOptions();
+  options.writeTimeout = 300ms;
+  ExtenderServer server(handler, options);
+  ASSERT_TRUE(server.start().isOk());
+  HttpClient stalled(server.port());
+  stalled.sendRaw("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");  // and never reads the answer
+  for (int i = 0; i < 400 && server.stats().writeTimeouts == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(server.stats().writeTimeouts, 1u);
+  HttpClient client(server.port());
+  EXPECT_EQ(client.request("GET", "/small").status, 200);
+}
+
+// Regression: stop() while clients hang up at the same moment once deadlocked. The hub took a
+// session's last reference under its lock; the session's destructor then took the lock again.
+TEST(ServerLifecycleStressTest, StopWhileClientsDisconnect) {
+  Cluster cluster;
+  ExtenderService service{cluster.mirror, *cluster.scorer, cluster.binder};
+  for (int round = 0; round < 30; ++round) {
+    ServerOptions options = tightOptions();
+    options.maxConnections = 64;
+    ExtenderServer server(service, options);
+    ASSERT_TRUE(server.start().isOk());
+    std::vector<std::unique_ptr<HttpClient>> clients;
+    for (int i = 0; i < 8; ++i) {
+      clients.push_back(std::make_unique<HttpClient>(server.port()));
+      ASSERT_EQ(clients.back()->request("GET", "/healthz").status, 200);
+    }
+    std::thread hangUp([&clients] { clients.clear(); });
+    server.stop();
+    hangUp.join();
+  }
 }
 
 }  // namespace

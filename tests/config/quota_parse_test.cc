@@ -39,6 +39,19 @@ defaultQueue: {gpu: {deserved: 0, overQuotaWeight: 1}}
   EXPECT_EQ(config, expected);
 }
 
+// Found by tests/fuzz/fuzz_quota_yaml: yaml-cpp 0.7's LoadAll never returned on a flow entry at
+// document level and allocated until the process ran out of memory. Now a syntax error.
+TEST(QuotaParse, StreamsYamlCppCannotFinishAreSyntaxErrors) {
+  for (const char* text : {"\"\",", "'x',", "[],", "{},", "\"x\",y", "--- \"x\","}) {
+    auto quota = parseQuotaYaml(text, "q.yaml");
+    ASSERT_FALSE(quota.ok()) << text;
+    EXPECT_THAT(quota.error(), ::testing::HasSubstr("YAML syntax error")) << text;
+  }
+  // Many documents still load: the bound is the number of document markers.
+  auto source = parseQuotaSource("---\nqueues: []\n...\n", "q.yaml");
+  EXPECT_TRUE(source.ok()) << source.error();
+}
+
 TEST(QuotaParse, QueuesKeepDocumentOrder) {
   QuotaConfig config = parseOk("queues:\n- name: zeta\n- name: alpha\n- name: mid\n");
   ASSERT_EQ(config.queues.size(), 3u);

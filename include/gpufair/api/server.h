@@ -1,15 +1,26 @@
 // ExtenderServer: the HTTP/1.1 transport of the webhooks (Boost.Beast, asynchronous, keep-alive) on
-// `threads` io threads. Each request is read under limits and handed to a RequestHandler:
-//   body over maxBodyBytes            -> 413, connection closed
-//   header over maxHeaderBytes        -> 431, connection closed
-//   malformed HTTP                    -> 400, connection closed
+// `threads` io threads, over TLS when `tls` names a certificate and key (optionally requiring a
+// client certificate signed by `tls.clientCaFile`, as kube-scheduler presents with its
+// extender tlsConfig). Plain HTTP is refused on any address but loopback unless
+// allowInsecureHttp is set. Each request is read under limits and handed to a RequestHandler;
+// each limit is counted in stats():
+//   body over maxBodyBytes            -> 413, connection closed            (bodyTooLarge)
+//   header over maxHeaderBytes        -> 431, connection closed            (headerTooLarge)
+//   malformed HTTP                    -> 400, connection closed            (malformedRequests)
 //   request not complete in readTimeout (counted from its first byte) -> 408, connection closed
-//   keep-alive connection silent for idleTimeout -> closed quietly
-//   more than maxConnections open     -> the request is answered 503, connection closed
-// All error bodies are {"Error": "..."}. Beast stays out of this header.
-// Thread-safety: start() and stop() from one controlling thread; port() from any thread.
+//                                                                          (readTimeouts)
+//   answer not written in writeTimeout -> connection closed               (writeTimeouts)
+//   keep-alive connection silent for idleTimeout -> closed quietly        (idleClosed)
+//   more than maxConnections open     -> the request is answered 503, connection closed; beyond
+//                                        twice that the connection is closed at once
+//                                                                          (connectionsRefused)
+//   TLS handshake failed or not done within readTimeout -> closed      (tlsHandshakeFailures)
+// All error bodies are {"Error": "..."}. Beast, Asio and OpenSSL stay out of this header.
+// Thread-safety: start() and stop() from one controlling thread; port() and stats() from any
+// thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -22,8 +33,18 @@
 
 namespace gpufair::api {
 
+// PEM files, read at start(). An empty certFile means plain HTTP.
+struct TlsOptions {
+  std::string certFile;      // the server certificate chain, leaf first
+  std::string keyFile;       // its private key
+  std::string clientCaFile;  // when set, clients must present a certificate this CA signed
+  bool enabled() const { return !certFile.empty(); }
+};
+
 struct ServerOptions {
-  std::string listen = "0.0.0.0:8888";  // HOST:PORT; port 0 picks a free port (see port())
+  std::string listen = "127.0.0.1:8888";  // HOST:PORT; port 0 picks a free port (see port())
+  TlsOptions tls;
+  bool allowInsecureHttp = false;  // serve plain HTTP on a non-loopback address
   int threads = 2;
   std::size_t maxBodyBytes = 64u << 20;
   std::size_t maxHeaderBytes = 16u << 10;
@@ -32,6 +53,20 @@ struct ServerOptions {
   std::chrono::milliseconds writeTimeout{10'000};
   std::size_t maxConnections = 1024;
   std::chrono::milliseconds drainTimeout{5'000};  // stop(): how long requests in flight may finish
+};
+
+// What the server refused or cut short since start(), for metrics. Monotonic counters.
+struct ServerStats {
+  std::atomic<std::uint64_t> connectionsAccepted{0};
+  std::atomic<std::uint64_t> connectionsRefused{0};  // over maxConnections: 503, or dropped
+  std::atomic<std::uint64_t> bodyTooLarge{0};        // 413
+  std::atomic<std::uint64_t> headerTooLarge{0};      // 431
+  std::atomic<std::uint64_t> malformedRequests{0};   // 400: not HTTP/1.1 a parser accepts
+  std::atomic<std::uint64_t> readTimeouts{0};        // 408
+  std::atomic<std::uint64_t> writeTimeouts{0};       // answer not taken by the client in time
+  std::atomic<std::uint64_t> idleClosed{0};          // keep-alive connections closed when idle
+  std::atomic<std::uint64_t> tlsHandshakeFailures{0};
+  std::atomic<std::uint64_t> handlerErrors{0};  // 500: the handler threw
 };
 
 struct ListenAddress {
@@ -49,14 +84,17 @@ class ExtenderServer {
   ExtenderServer(const ExtenderServer&) = delete;
   ExtenderServer& operator=(const ExtenderServer&) = delete;
 
-  // Binds, listens and starts the io threads. Fails (address in use, bad listen address, bad
-  // options) without starting anything.
+  // Reads the TLS files, binds, listens and starts the io threads. Fails (address in use, bad
+  // listen address, bad options, unreadable or mismatched certificate and key, plain HTTP on a
+  // non-loopback address without allowInsecureHttp) without starting anything.
   Status start();
   // Stops accepting, lets requests in flight finish (up to drainTimeout), closes idle connections
   // and joins the io threads. Idempotent.
   void stop();
   // The bound port (the real one when listen asked for port 0); 0 before start().
   std::uint16_t port() const;
+  bool tls() const;
+  const ServerStats& stats() const;
 
  private:
   class Impl;
