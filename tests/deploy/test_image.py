@@ -17,10 +17,6 @@ DOCKERFILE = os.path.join(ROOT, "Dockerfile")
 # Packages the final stage may list although the binary doesn't link them, and why.
 EXTRA_RUNTIME = {
     "openssl": "gpufair-probe's https probes run openssl s_client",
-    # prometheus-cpp serves --metrics-listen; listed ahead of the metrics module's merge, after
-    # which the binary links them and these two entries may go.
-    "libprometheus-cpp-core1.0": "metrics exporter (prometheus-cpp)",
-    "libprometheus-cpp-pull1.0": "metrics exporter (prometheus-cpp)",
 }
 
 
