@@ -2,15 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpus_json.h"
+
 namespace gpufair::api {
 namespace {
 
 using nlohmann::json;
-
-json gpus(MilliGpu milli) {
-  if (milli % kMilliPerGpu == 0) return json(milli / kMilliPerGpu);
-  return json(static_cast<double>(milli) / static_cast<double>(kMilliPerGpu));
-}
 
 json podJson(const policy::Pod& pod) {
   return json{{"namespace", pod.ns},
@@ -18,7 +15,7 @@ json podJson(const policy::Pod& pod) {
               {"uid", pod.uid},
               {"node", pod.nodeName},
               {"queue", pod.queue},
-              {"gpus", gpus(pod.gpus)},
+              {"gpus", detail::gpusJson(pod.gpus)},
               {"phase", policy::phaseName(pod.phase)},
               {"overQuota", pod.overQuota},
               {"assumed", pod.assumed},
@@ -29,9 +26,9 @@ json nodeJson(const policy::NodeState& state) {
   json pods = json::array();
   for (const auto& pod : state.pods()) pods.push_back(pod->key());
   return json{{"name", state.name()},
-              {"allocatable", gpus(state.allocatable())},
-              {"used", gpus(state.used())},
-              {"free", gpus(state.free())},
+              {"allocatable", detail::gpusJson(state.allocatable())},
+              {"used", detail::gpusJson(state.used())},
+              {"free", detail::gpusJson(state.free())},
               {"unschedulable", state.node().unschedulable},
               {"deleting", state.node().deleting},
               {"pods", std::move(pods)}};
@@ -40,13 +37,13 @@ json nodeJson(const policy::NodeState& state) {
 json queueJson(const policy::QueueState& queue) {
   const auto& quota = queue.quota.gpu;
   return json{{"name", queue.quota.name},
-              {"deserved", gpus(quota.deserved)},
-              {"limit", quota.limit ? gpus(*quota.limit) : json(nullptr)},
+              {"deserved", detail::gpusJson(quota.deserved)},
+              {"limit", quota.limit ? detail::gpusJson(*quota.limit) : json(nullptr)},
               {"overQuotaWeight", quota.overQuotaWeight},
-              {"allocated", gpus(queue.allocated)},
-              {"overQuota", gpus(queue.overQuota)},
-              {"fairShare", gpus(queue.fairShare)},
-              {"pending", gpus(queue.pending)},
+              {"allocated", detail::gpusJson(queue.allocated)},
+              {"overQuota", detail::gpusJson(queue.overQuota)},
+              {"fairShare", detail::gpusJson(queue.fairShare)},
+              {"pending", detail::gpusJson(queue.pending)},
               {"pendingPods", queue.pendingPods},
               {"runningPods", queue.runningPods}};
 }
@@ -68,10 +65,10 @@ std::string renderSnapshotJson(const policy::ClusterSnapshot& snapshot) {
   json document{{"generation", snapshot.generation()},
                 {"cluster",
                  {{"nodes", snapshot.nodes().size()},
-                  {"capacity", gpus(snapshot.capacity())},
-                  {"allocated", gpus(snapshot.allocated())},
-                  {"free", gpus(snapshot.free())},
-                  {"largestFreeBlock", gpus(snapshot.largestFreeBlock())},
+                  {"capacity", detail::gpusJson(snapshot.capacity())},
+                  {"allocated", detail::gpusJson(snapshot.allocated())},
+                  {"free", detail::gpusJson(snapshot.free())},
+                  {"largestFreeBlock", detail::gpusJson(snapshot.largestFreeBlock())},
                   {"pendingPods", snapshot.pending().size()}}},
                 {"nodes", std::move(nodes)},
                 {"pods", std::move(pods)},

@@ -8,15 +8,12 @@
 
 #include "gpufair/policy/filter.h"
 
+#include "gpus_json.h"
+
 namespace gpufair::api {
 namespace {
 
 using nlohmann::json;
-
-json gpus(MilliGpu milli) {
-  if (milli % kMilliPerGpu == 0) return json(milli / kMilliPerGpu);
-  return json(static_cast<double>(milli) / static_cast<double>(kMilliPerGpu));
-}
 
 struct Found {
   policy::PodPtr pod;
@@ -91,8 +88,8 @@ json explainPending(const policy::ClusterSnapshot& snapshot, const policy::Pod& 
     const policy::NodeState* state = snapshot.findNode(name);
     json entry{{"name", name}, {"fits", fits}, {"reason", reason}};
     entry["score"] = fits ? json(score) : json(nullptr);
-    entry["free"] = state ? gpus(state->free()) : json(nullptr);
-    entry["allocatable"] = state ? gpus(state->allocatable()) : json(nullptr);
+    entry["free"] = state ? detail::gpusJson(state->free()) : json(nullptr);
+    entry["allocatable"] = state ? detail::gpusJson(state->allocatable()) : json(nullptr);
     nodes.push_back(std::move(entry));
   };
   for (const auto& score : ranked) nodeJson(score.node, true, score.score, "");
@@ -183,7 +180,7 @@ Result<std::string> renderExplainJson(const policy::ClusterSnapshot& snapshot,
   document["pod"] = pod.key();
   document["uid"] = pod.uid;
   document["queue"] = pod.queue;
-  document["gpus"] = gpus(pod.gpus);
+  document["gpus"] = detail::gpusJson(pod.gpus);
   return document.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

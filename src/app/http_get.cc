@@ -10,6 +10,8 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
+#include "gpufair/k8s/api.h"
+
 namespace gpufair::app {
 namespace {
 
@@ -89,18 +91,7 @@ Result<HttpResult> httpGet(const std::string& urlText, const std::string& path,
 }
 
 std::string urlEncode(const std::string& text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
+  return k8s::escapeQueryValue(text);
 }
 
 }  // namespace gpufair::app

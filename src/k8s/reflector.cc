@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "gpufair/k8s/api.h"
+
 #include "reflector_decode.h"
 
 namespace gpufair::k8s {
@@ -21,21 +23,6 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kVeryShortWatch{1};
 constexpr int kMaxListRestarts = 3;  // continue tokens expiring again and again
 
-std::string urlEncode(std::string_view in) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : in) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 class Query {
  public:
   explicit Query(const std::string& path) : text_(path) {
@@ -46,7 +33,7 @@ class Query {
     text_ += separator_;
     text_ += key;
     text_ += '=';
-    text_ += urlEncode(value);
+    text_ += escapeQueryValue(value);
     separator_ = '&';
     return *this;
   }
@@ -63,8 +50,12 @@ enum class WatchEnd { kStopped, kEnded, kGone, kFailed };
 
 struct Reflector::State {
   State(KubeClientPtr c, ReflectorOptions o, ReflectorSink& s, ClockPtr k)
-      : client(std::move(c)), options(std::move(o)), sink(s), clock(std::move(k)),
-        backoff(options.backoffInitial), rng(std::random_device{}()) {}
+      : client(std::move(c)),
+        options(std::move(o)),
+        sink(s),
+        clock(std::move(k)),
+        backoff(options.backoffInitial),
+        rng(std::random_device{}()) {}
 
   // Sleeps the next backoff delay (or until stop()); the delay doubles up to backoffMax and
   // starts over after a healthy period of 2 x backoffMax.
@@ -268,10 +259,12 @@ WatchEnd Reflector::State::watch(std::string& rv, std::string& error) {
 
 Reflector::Reflector(KubeClientPtr client, ReflectorOptions options, ReflectorSink& sink,
                      ClockPtr clock)
-    : state_(std::make_unique<State>(std::move(client), std::move(options), sink,
-                                     std::move(clock))) {}
+    : state_(
+          std::make_unique<State>(std::move(client), std::move(options), sink, std::move(clock))) {}
 
-Reflector::~Reflector() { stop(); }
+Reflector::~Reflector() {
+  stop();
+}
 
 void Reflector::run() {
   auto& s = *state_;
@@ -336,7 +329,9 @@ void Reflector::stop() {
   state_->wake.notify_all();
 }
 
-bool Reflector::synced() const { return state_->synced; }
+bool Reflector::synced() const {
+  return state_->synced;
+}
 
 Timestamp Reflector::lastHealthy() const {
   if (state_->streaming) return state_->clock->now();
