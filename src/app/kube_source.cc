@@ -148,6 +148,10 @@ Status KubeSource::ready() const {
   return Status::ok();
 }
 
+bool KubeSource::quotaHealthy() const {
+  return quotaWatcher_ == nullptr || quotaWatcher_->healthy();
+}
+
 std::vector<api::HealthDetail> KubeSource::healthDetails() const {
   std::vector<api::HealthDetail> details;
   if (quotaWatcher_ != nullptr) {

@@ -51,6 +51,8 @@ class KubeSource final : public api::Binder, public api::DecisionObserver {
   // For /readyz: the quota config in force (a rejected change is reported here, with its errors)
   // and leader election.
   std::vector<api::HealthDetail> healthDetails() const;
+  // Whether the quota ConfigMaps as they are now are in force (for metrics).
+  bool quotaHealthy() const;
   const std::string& ns() const { return ns_; }
   std::string server() const { return client_->server(); }
   bool isLeader() const;

@@ -275,12 +275,29 @@ int runServe(const std::vector<std::string>& argv) {
     service.setHealthDetails([&kube] { return kube->healthDetails(); });
   }
   // Metrics read the published snapshot at scrape time; requests and rejections are counted as
-  // they happen. The integrator's reclaim controller reports evictions with reclaimEvicted().
+  // they happen; the reclaim loop reports evictions with reclaimEvicted().
   metrics::Metrics metrics([&mirror] { return mirror.snapshot(); });
-  if (kube) metrics.setResourceCounters([&kube] { return kube->feedCounters(); });
+  if (kube) {
+    metrics.setResourceCounters([&kube] { return kube->feedCounters(); });
+    metrics.setQuotaHealth([&kube] { return kube->quotaHealthy(); });
+  }
   MetricsRequestObserver requestObserver(metrics);
   service.setRequestObserver(&requestObserver);
   api::ExtenderServer server(service, options);
+  metrics.setWebhookEvents([&server] {
+    const api::ServerStats& s = server.stats();
+    return std::vector<std::pair<std::string, std::uint64_t>>{
+        {"connection_accepted", s.connectionsAccepted.load()},
+        {"connection_refused", s.connectionsRefused.load()},
+        {"body_too_large", s.bodyTooLarge.load()},
+        {"header_too_large", s.headerTooLarge.load()},
+        {"malformed_request", s.malformedRequests.load()},
+        {"read_timeout", s.readTimeouts.load()},
+        {"write_timeout", s.writeTimeouts.load()},
+        {"idle_closed", s.idleClosed.load()},
+        {"tls_handshake_failed", s.tlsHandshakeFailures.load()},
+        {"handler_error", s.handlerErrors.load()}};
+  });
   // The handler only sets a flag; the loop below notices it and stops the server.
   std::signal(SIGINT, onSignal);
   std::signal(SIGTERM, onSignal);

@@ -109,6 +109,14 @@ void Metrics::setResourceCounters(ResourceCountersSource source) {
   impl_->collector->setResourceCounters(std::move(source));
 }
 
+void Metrics::setWebhookEvents(EventCountersSource source) {
+  impl_->collector->setWebhookEvents(std::move(source));
+}
+
+void Metrics::setQuotaHealth(QuotaHealthSource source) {
+  impl_->collector->setQuotaHealth(std::move(source));
+}
+
 std::vector<std::shared_ptr<prometheus::Collectable>> Metrics::collectables() const {
   return {impl_->collector, impl_->registry};
 }

@@ -175,8 +175,24 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
   addEvictions(out, measures ? &*measures : nullptr, std::move(evictions));
   try {
     addFeed(out, counters_ ? counters_() : std::vector<ResourceCounters>{});
+    if (webhook_) {
+      MetricFamily& family = out.add(
+          "webhook_events_total",
+          "What the webhook server did at its limits (refused connections, oversize bodies or "
+          "headers, timeouts, idle closes, TLS handshake failures, handler errors), by event.",
+          MetricType::Counter);
+      for (const auto& [event, n] : webhook_()) {
+        sample(family, static_cast<double>(n), {{"event", event}});
+      }
+    }
+    if (quotaHealth_) {
+      sample(out.add("quota_config_valid",
+                     "1 when the quota ConfigMaps as they are now are in force; 0 when a change "
+                     "was rejected and the last good config stays (see /readyz)."),
+             quotaHealth_() ? 1.0 : 0.0);
+    }
   } catch (const std::exception& e) {
-    spdlog::warn("metrics: cannot read the mirror feed counters: {}", e.what());
+    spdlog::warn("metrics: cannot read the feed or server counters: {}", e.what());
   }
   return out.take();
 }

@@ -25,6 +25,8 @@ class SnapshotCollector final : public prometheus::Collectable {
  public:
   explicit SnapshotCollector(SnapshotSource snapshots) : snapshots_(std::move(snapshots)) {}
   void setResourceCounters(ResourceCountersSource source) { counters_ = std::move(source); }
+  void setWebhookEvents(EventCountersSource source) { webhook_ = std::move(source); }
+  void setQuotaHealth(QuotaHealthSource source) { quotaHealth_ = std::move(source); }
   void evicted(std::string_view queue);
   std::vector<prometheus::MetricFamily> Collect() const override;
 
@@ -33,6 +35,8 @@ class SnapshotCollector final : public prometheus::Collectable {
   std::map<std::string, std::uint64_t, std::less<>> evictions_;  // GUARDED_BY(mu_)
   SnapshotSource snapshots_;
   ResourceCountersSource counters_;
+  EventCountersSource webhook_;
+  QuotaHealthSource quotaHealth_;
 };
 
 }  // namespace gpufair::metrics::detail

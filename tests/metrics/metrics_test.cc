@@ -151,6 +151,28 @@ TEST(Metrics, ResourceCountersAreReadAtScrapeTime) {
   EXPECT_EQ(m.value(R"(gpufair_mirror_events_total{resource="pods"})"), 9);
 }
 
+TEST(Metrics, WebhookEventsAndQuotaHealthAreReadAtScrapeTime) {
+  Metrics metrics([] { return smallCluster(); });
+  auto m = parseExposition(metrics.render());
+  EXPECT_TRUE(m.series("gpufair_quota_config_valid").empty());  // file mode: no ConfigMaps
+  std::uint64_t oversize = 2;
+  bool valid = true;
+  metrics.setWebhookEvents([&oversize] {
+    return std::vector<std::pair<std::string, std::uint64_t>>{{"body_too_large", oversize},
+                                                              {"read_timeout", 1}};
+  });
+  metrics.setQuotaHealth([&valid] { return valid; });
+  m = parseExposition(metrics.render());
+  EXPECT_EQ(m.value(R"(gpufair_webhook_events_total{event="body_too_large"})"), 2);
+  EXPECT_EQ(m.value(R"(gpufair_webhook_events_total{event="read_timeout"})"), 1);
+  EXPECT_EQ(m.value("gpufair_quota_config_valid"), 1);
+  oversize = 3;
+  valid = false;
+  m = parseExposition(metrics.render());
+  EXPECT_EQ(m.value(R"(gpufair_webhook_events_total{event="body_too_large"})"), 3);
+  EXPECT_EQ(m.value("gpufair_quota_config_valid"), 0);
+}
+
 TEST(Metrics, ASnapshotSourceThatFailsLeavesTheCounters) {
   Metrics metrics([]() -> policy::SnapshotPtr { throw std::runtime_error("mirror gone"); });
   metrics.filterRejected("gang");

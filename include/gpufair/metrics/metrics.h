@@ -16,6 +16,9 @@
 //   gpufair_extender_requests_total{verb,result}, gpufair_extender_request_duration_seconds{verb}
 //   (histogram, buckets 100 us .. 5 s), gpufair_filter_rejections_total{reason},
 //   gpufair_reclaim_evictions_total{queue}
+// Read at scrape time from sources set before serving: gpufair_mirror_*, gpufair_watch_* (the
+// list/watch feed), gpufair_webhook_events_total{event} (the server's limits),
+// gpufair_quota_config_valid.
 // Label values outside the documented sets (verbs, results, rejection reasons) are counted as
 // "other", so no caller can make a label unbounded.
 //
@@ -29,6 +32,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpufair/policy/snapshot.h"
@@ -50,6 +54,13 @@ struct ResourceCounters {
   std::uint64_t gone = 0;  // 410 Gone answered by a relist
 };
 using ResourceCountersSource = std::function<std::vector<ResourceCounters>()>;
+
+// Counts of what the webhook server did at its limits, by event ("body_too_large",
+// "read_timeout", ...): gpufair_webhook_events_total{event}.
+using EventCountersSource = std::function<std::vector<std::pair<std::string, std::uint64_t>>()>;
+// Whether the quota ConfigMaps as they are now are in force (false: a change was rejected and the
+// last good config stays); gpufair_quota_config_valid, absent in file mode.
+using QuotaHealthSource = std::function<bool()>;
 
 // The verb and result label values requestObserved keeps; anything else becomes "other".
 inline constexpr std::string_view kVerbs[] = {"filter",         "prioritize",    "preempt",
@@ -82,6 +93,10 @@ class Metrics {
   void reclaimEvicted(std::string_view queue);
   // Where mirror feed counters come from (none in file mode). Call before serving.
   void setResourceCounters(ResourceCountersSource source);
+  // Where the webhook server's limit counters come from. Call before serving.
+  void setWebhookEvents(EventCountersSource source);
+  // Where quota-config health comes from (a cluster only). Call before serving.
+  void setQuotaHealth(QuotaHealthSource source);
 
   // Everything in Prometheus' text exposition format (what GET /metrics returns).
   std::string render() const;
