@@ -23,6 +23,18 @@ std::string_view nodeCategory(const policy::ClusterSnapshot& snapshot, const pol
         node->free() >= pod.gpus && (pod.isFractional() ? node->largestGpuFree() >= pod.gpuShare
                                                         : node->fullyFreeGpus() >= pod.gpuCount());
     if (!room) return "insufficient_gpus";
+    // Room, but held for a reclaimer or a gang (whole GPUs): the reservation refused it.
+    const MilliGpu held = node->reservedAgainst(pod);
+    if (held > 0) {
+      const auto heldGpus = static_cast<int>((held + kMilliPerGpu - 1) / kMilliPerGpu);
+      // (For a share of one GPU the milli count is the test: which GPU it would take is the
+      // filter's business; this only names the category.)
+      const bool roomLeft =
+          node->free() - held >= pod.gpus &&
+          (pod.isFractional() || node->fullyFreeGpus() - heldGpus >= pod.gpuCount());
+      if (!roomLeft) return "reserved";
+    }
+    if (pod.inGang()) return "gang";  // steered to its gang's reserved nodes, or the gang waits
   }
   if (snapshot.fitOptions().checkCpuMemory &&
       ((pod.cpuMilli > 0 && node->cpuFree() < pod.cpuMilli) ||
@@ -36,6 +48,7 @@ std::string_view nodeCategory(const policy::ClusterSnapshot& snapshot, const pol
 
 std::string_view rejectionCategory(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
                                    const policy::FilterResult& result) {
+  if (!pod.gangError.empty()) return "gang";  // refused everywhere with that reason
   if (!result.admission.status.isOk()) return admissionCategory(snapshot, pod);
   if (!result.unresolvable.empty()) {
     return nodeCategory(snapshot, pod, result.unresolvable.front().node);

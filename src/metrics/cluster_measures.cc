@@ -65,6 +65,9 @@ ClusterMeasures measureCluster(const policy::ClusterSnapshot& snapshot) {
   m.totalGpus = gpus(total);
   m.allocatedGpus = gpus(snapshot.allocated());
   m.freeGpus = gpus(snapshot.free());
+  MilliGpu reserved = 0;
+  for (const auto& r : snapshot.reservations()) reserved += r.gpus;
+  m.reservedGpus = gpus(reserved);
   const policy::ClusterFragmentation fragmentation = policy::clusterFragmentation(snapshot);
   m.fragmentationRatio = fragmentation.ratio();
   m.fragmentedGpus = fragmentation.fragmented / static_cast<double>(kMilliPerGpu);

@@ -81,6 +81,7 @@ void addCluster(Families& out, const ClusterMeasures& m) {
   sample(gpus, m.totalGpus, {{"state", "total"}});
   sample(gpus, m.allocatedGpus, {{"state", "allocated"}});
   sample(gpus, m.freeGpus, {{"state", "free"}});
+  sample(gpus, m.reservedGpus, {{"state", "reserved"}});
   sample(out.add("fragmentation_ratio",
                  "Share of free GPU capacity the target workload cannot use (fragmentation "
                  "measure of Weng et al., ATC'23), 0..1."),

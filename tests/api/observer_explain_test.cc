@@ -128,6 +128,22 @@ TEST(RejectionCategory, Table) {
   }
 }
 
+TEST(RejectionCategory, ReservationsAndGangs) {
+  // n1: 8 GPUs, 6 of them reserved for a reclaimer of team-b; n2 idle (asked about n1 only).
+  const policy::Reservation held[] = {{"n1", testing::gpus(6), "uid-b", "team-b", "reclaim", ""}};
+  const auto snap = testing::snapshotOf(
+      {MakeNode("n1").gpus(8), MakeNode("n2").gpus(8)}, {},
+      {MakeQueue("team-a").deserved(8), MakeQueue("team-b").deserved(8)}, {},
+      {std::begin(held), std::end(held)});
+  const std::vector<std::string_view> nodes = {"n1"};
+  const policy::Pod pod = testing::resolved(*snap, MakePod("team-a", "p").gpus(4));
+  EXPECT_EQ(rejectionCategory(*snap, pod, policy::filter(*snap, pod, nodes)), "reserved");
+  policy::Pod broken = testing::resolved(*snap, MakePod("team-a", "g").gpus(1));
+  broken.gang = "train";
+  broken.gangError = "annotation gpufair.io/gang-size is missing";
+  EXPECT_EQ(rejectionCategory(*snap, broken, policy::filter(*snap, broken, nodes)), "gang");
+}
+
 TEST(RejectionCategory, CpuAndMemoryWhenFitChecksThem) {
   policy::SnapshotOptions options;
   options.fit.checkCpuMemory = true;

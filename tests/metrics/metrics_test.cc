@@ -71,6 +71,7 @@ TEST(Metrics, SnapshotValuesWithLabels) {
       {R"(gpufair_cluster_gpus{state="total"})", 12},
       {R"(gpufair_cluster_gpus{state="allocated"})", 6},
       {R"(gpufair_cluster_gpus{state="free"})", 6},
+      {R"(gpufair_cluster_gpus{state="reserved"})", 0},
       {R"(gpufair_largest_free_block_gpus)", 4},
       {R"(gpufair_schedulable_jobs{gpus="1"})", 6},
       {R"(gpufair_schedulable_jobs{gpus="2"})", 3},

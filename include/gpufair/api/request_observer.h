@@ -36,6 +36,8 @@ inline constexpr std::string_view kRejectionCategories[] = {
     "cordoned",           // the node is unschedulable or being deleted
     "cpu_memory",         // not enough CPU or memory (when fit checks them)
     "unknown_node",       // the node is not in gpufair's view
+    "reserved",           // room, but held for a reclaimer or a gang
+    "gang",               // the pod's gang does not fit, is steered elsewhere, or its size is bad
     "other",
 };
 

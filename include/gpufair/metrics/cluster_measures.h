@@ -41,6 +41,7 @@ struct ClusterMeasures {
   double totalGpus = 0;      // allocatable over all nodes
   double allocatedGpus = 0;  // held by bound or assumed pods, on any node
   double freeGpus = 0;       // free on nodes that take new pods
+  double reservedGpus = 0;   // of the free ones, held for a reclaimer or a gang
   // The share of free GPU capacity the snapshot's target workload cannot use (0..1; 0 when nothing
   // is free or no workload is known yet), and that capacity in GPUs.
   double fragmentationRatio = 0;
