@@ -49,7 +49,8 @@ void appendJsonString(std::string& out, std::string_view text) {
     out.resize(at + text.size() + 2);
     char* to = out.data() + at;
     to[0] = '"';
-    std::memcpy(to + 1, text.data(), text.size());
+    // An empty string_view may have a null data(); memcpy must not be given one.
+    if (!text.empty()) std::memcpy(to + 1, text.data(), text.size());
     to[text.size() + 1] = '"';
     return;
   }

@@ -15,6 +15,7 @@ std::string literal(std::string_view text) {
 
 TEST(AppendJsonString, PlainTextIsCopiedBetweenQuotes) {
   EXPECT_EQ(literal(""), "x\"\"");
+  EXPECT_EQ(literal(std::string_view()), "x\"\"");  // null data(): no memcpy from it (UBSan)
   EXPECT_EQ(literal("gpu-node-1"), "x\"gpu-node-1\"");
   EXPECT_EQ(literal("a longer name than eight bytes"), "x\"a longer name than eight bytes\"");
   EXPECT_EQ(literal("\xc3\xa9t\xc3\xa9"), "x\"\xc3\xa9t\xc3\xa9\"");  // UTF-8 passes through
