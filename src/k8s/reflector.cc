@@ -172,13 +172,15 @@ std::optional<std::string> Reflector::State::list() {
     if (page.continueToken.empty()) break;
     continueToken = page.continueToken;
   }
-  sink.endList();
-  bool first = !synced.exchange(true);
+  // Counted before the sink replaces its contents, so whoever observes the new contents also
+  // sees the count.
   {
     std::lock_guard lock(statsMu);
     ++stats.lists;
     stats.resourceVersion = page.resourceVersion;
   }
+  sink.endList();
+  bool first = !synced.exchange(true);
   markHealthy();
   spdlog::log(first ? spdlog::level::info : spdlog::level::debug,
               "reflector {}: listed {} objects in {} pages at resourceVersion {}", options.name,
@@ -219,6 +221,13 @@ WatchEnd Reflector::State::watch(std::string& rv, std::string& error) {
       return false;
     }
     if (!event->resourceVersion.empty()) rv = event->resourceVersion;
+    // Counted before the sink sees the event, so whoever observes its effect also sees the count.
+    {
+      std::lock_guard lock(statsMu);
+      if (event->type != "BOOKMARK") ++stats.events;
+      stats.resourceVersion = rv;
+      lastHealthy = clock->now();
+    }
     if (event->type == "ADDED") {
       sink.added(event->object);
     } else if (event->type == "MODIFIED") {
@@ -227,12 +236,6 @@ WatchEnd Reflector::State::watch(std::string& rv, std::string& error) {
       sink.deleted(event->object);
     } else if (event->type != "BOOKMARK") {
       spdlog::warn("reflector {}: ignoring a watch event of type {}", options.name, event->type);
-    }
-    {
-      std::lock_guard lock(statsMu);
-      if (event->type != "BOOKMARK") ++stats.events;
-      stats.resourceVersion = rv;
-      lastHealthy = clock->now();
     }
     ++events;
     return !stopping;
