@@ -268,6 +268,14 @@ TEST_F(ReflectorTest, BacksOffWhileTheServerIsDownThenRecovers) {
   addPods(3);
   startReflector();
   ASSERT_TRUE(waitUntil([&] { return server_->activeWatches() == 1; }));
+  // The server counts the watch before the reflector has read the answer's headers; wait until the
+  // reflector streams too (lastHealthy() then follows the clock), or a late "200 OK" would move
+  // lastHealthy past healthyBefore below.
+  ASSERT_TRUE(waitUntil([&] {
+    auto before = reflector_->lastHealthy();
+    std::this_thread::sleep_for(Millis(2));
+    return reflector_->lastHealthy() > before;
+  }));
   server_->stop();
   auto healthyBefore = reflector_->lastHealthy();
   std::this_thread::sleep_for(Millis(600));  // several retries at 20..200 ms
