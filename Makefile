@@ -1,10 +1,11 @@
 # gpufair: two commands for a fresh Debian 12 machine (as root, or with sudo available).
 #   make run   installs what it needs, builds, and serves the webhooks on the example cluster
-#   make test  installs what it needs, builds, and runs the whole test suite
-# Other targets: deps, build, bench, format, tidy, clean, and the proofs CI runs after `test`:
-#   make sanitize  the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang)
-#   make fuzz      each libFuzzer target in tests/fuzz for FUZZ_SECONDS, from the same clang build
-#   make tsan      the concurrency tests (state, api, k8s, app) under ThreadSanitizer
+#   make test  installs what it needs, builds, and runs the whole test suite under AddressSanitizer
+#              + UndefinedBehaviorSanitizer (clang); CI runs exactly this
+# Other targets: deps, build, test-gcc, bench, format, tidy, clean, and the proofs CI runs after
+# `test`:
+#   make fuzz  each libFuzzer target in tests/fuzz for FUZZ_SECONDS, from the same clang build
+#   make tsan  the concurrency tests (state, api, k8s, app) under ThreadSanitizer
 
 BUILD   ?= build
 TYPE    ?= RelWithDebInfo
@@ -28,11 +29,12 @@ FUZZERS := fuzz_extender_request fuzz_quota_yaml fuzz_quantity fuzz_k8s_objects 
 TSAN_TESTS := state_test api_test k8s_test app_test
 SAN_ENV := ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer \
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1 \
-  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
 TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
   TSAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer
 
-.PHONY: all deps deps-clang build run test bench format tidy clean sanitize fuzz tsan
+.PHONY: all deps deps-clang build run test test-gcc bench format tidy clean sanitize fuzz tsan
 
 all: build
 
@@ -59,18 +61,28 @@ build: deps $(BUILD)/build.ninja
 run: build
 	$(BUILD)/src/app/gpufair serve --cluster $(CLUSTER) --listen $(LISTEN)
 
-test: build
-	# One retry per test: a few socket tests (tests/api server*) have hung once under heavy load;
-	# a retry keeps CI honest about real failures without failing on that timing (see the note).
+# The suite under ASan + UBSan, with the libFuzzer targets in the same build (one clang build serves
+# `test` and `fuzz`). One retry per test: a few socket tests (tests/api server*) have hung once
+# under heavy load. A retry never hides a sanitizer finding: any ASan, LSan or UBSan report in any
+# attempt (ctest keeps them all in LastTest.log) fails the target.
+SAN_REPORT := ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:
+test: deps-clang $(BUILD)-asan/build.ninja
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	$(SAN_ENV) ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) --repeat until-pass:2
+	@if grep -qE '$(SAN_REPORT)' $(BUILD)-asan/Testing/Temporary/LastTest.log; then \
+	  echo "sanitizer reports (in $(BUILD)-asan/Testing/Temporary/LastTest.log):"; \
+	  grep -nE -A12 '$(SAN_REPORT)' $(BUILD)-asan/Testing/Temporary/LastTest.log | head -n 120; \
+	  exit 1; \
+	fi
+
+sanitize: test
+
+# The same suite built by gcc (RelWithDebInfo, as `make run` builds it), without sanitizers.
+test-gcc: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --repeat until-pass:2
 
-# One clang build serves both: tests and fuzzers carry ASan + UBSan (and coverage for libFuzzer).
 $(BUILD)-asan/build.ninja: | deps-clang
 	cmake -S . -B $(BUILD)-asan $(SAN_CMAKE) -DGPUFAIR_SANITIZE=address,undefined -DGPUFAIR_FUZZ=ON
-
-sanitize: deps-clang $(BUILD)-asan/build.ninja
-	cmake --build $(BUILD)-asan -j $(JOBS)
-	$(SAN_ENV) ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS)
 
 # New inputs go to $(BUILD)-asan/corpus (the seeds in tests/fuzz/corpus stay as committed); a
 # crash, leak, timeout (-timeout s per input) or out-of-memory fails the target and leaves the input
