@@ -17,6 +17,7 @@
 #   WORK_DIR      cluster file, bodies, logs [<repo>/build/bench-soak]
 #   DURATION [600] seconds of load   WARMUP [10] seconds before the start RSS   SAMPLE [10] seconds
 #   NODES [1000]  PODS_PER_NODE [20]  THREADS [1] per wrk  CONNECTIONS [8] per wrk  BIND_RATE [5]
+#   (BIND_RATE=0: no binds, a control run that tells the memory of added pods from the requests')
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -100,6 +101,11 @@ echo "load: ${DURATION}s of wrk /filter and wrk /prioritize (each -t$THREADS -c$
 # successes and failures (a non-200 answer, no feasible node, or a non-empty Error).
 bind_loop() {
   local i=0 ok=0 failed=0 pod node answer period
+  if [[ "$BIND_RATE" == 0 ]]; then  # the control run: request load only, the mirror unchanged
+    sleep "$DURATION"
+    echo "BINDS ok=0 failed=0" >"$WORK_DIR/binds.txt"
+    return
+  fi
   period="$(awk -v r="$BIND_RATE" 'BEGIN { printf "%.3f", 1 / r }')"
   local end=$((SECONDS + DURATION))
   while ((SECONDS < end)); do
