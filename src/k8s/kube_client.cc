@@ -30,34 +30,44 @@ constexpr std::size_t kReadChunk = 64 * 1024;
 
 enum class WaitResult { kDone, kTimedOut, kCancelled };
 
-// Waits for a pplx task until `deadline`, or until `*cancel` becomes true (checked every 100 ms).
+// Waits for a pplx task, in one or more steps (a deadline, then a grace period after cancelling).
+// One continuation per task, attached on construction, wakes every step: when until() says
+// kDone, that continuation has run, so nothing of ours is left queued on cpprest's pool.
 template <typename T>
-WaitResult waitFor(const pplx::task<T>& task, SteadyClock::time_point deadline,
-                   const std::atomic<bool>* cancel) {
+class TaskWaiter {
+ public:
+  explicit TaskWaiter(const pplx::task<T>& task) : signal_(std::make_shared<Signal>()) {
+    task.then([signal = signal_](const pplx::task<T>& done) {
+      try {
+        done.wait();  // observes a failure: pplx aborts on exceptions nobody looked at
+      } catch (...) {
+      }
+      std::lock_guard lock(signal->mu);
+      signal->done = true;
+      signal->cv.notify_all();
+    });
+  }
+
+  // Until the task is done, `deadline`, or `*cancel` becomes true (checked every 100 ms).
+  WaitResult until(SteadyClock::time_point deadline, const std::atomic<bool>* cancel = nullptr) {
+    std::unique_lock lock(signal_->mu);
+    while (!signal_->done) {
+      if (cancel != nullptr && cancel->load()) return WaitResult::kCancelled;
+      auto now = SteadyClock::now();
+      if (now >= deadline) return WaitResult::kTimedOut;
+      signal_->cv.wait_until(lock, std::min(deadline, now + kPollSlice));
+    }
+    return WaitResult::kDone;
+  }
+
+ private:
   struct Signal {
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
   };
-  auto signal = std::make_shared<Signal>();
-  task.then([signal](const pplx::task<T>& done) {
-    try {
-      done.wait();  // observes a failure: pplx aborts on exceptions nobody looked at
-    } catch (...) {
-    }
-    std::lock_guard lock(signal->mu);
-    signal->done = true;
-    signal->cv.notify_all();
-  });
-  std::unique_lock lock(signal->mu);
-  while (!signal->done) {
-    if (cancel != nullptr && cancel->load()) return WaitResult::kCancelled;
-    auto now = SteadyClock::now();
-    if (now >= deadline) return WaitResult::kTimedOut;
-    signal->cv.wait_until(lock, std::min(deadline, now + kPollSlice));
-  }
-  return WaitResult::kDone;
-}
+  std::shared_ptr<Signal> signal_;
+};
 
 SteadyClock::time_point deadlineAfter(std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) return SteadyClock::time_point::max();
@@ -121,7 +131,7 @@ class CpprestKubeClient final : public KubeClient {
   // Reads the rest of a (small) body: a non-2xx answer of stream().
   std::string readBody(http::http_response& response, SteadyClock::time_point deadline) {
     auto body = response.extract_utf8string(true);
-    if (waitFor(body, deadline, nullptr) != WaitResult::kDone) return "";
+    if (TaskWaiter(body).until(deadline) != WaitResult::kDone) return "";
     try {
       return body.get();
     } catch (const std::exception&) {
@@ -145,9 +155,10 @@ class CpprestKubeClient final : public KubeClient {
       out.transportError = failure(request, e.what());
       return out;
     }
-    if (waitFor(task, deadlineAfter(request.timeout), nullptr) != WaitResult::kDone) {
+    TaskWaiter waiter(task);
+    if (waiter.until(deadlineAfter(request.timeout)) != WaitResult::kDone) {
       cts.cancel();
-      waitFor(task, SteadyClock::now() + kCancelGrace, nullptr);
+      waiter.until(SteadyClock::now() + kCancelGrace);
       out.transportError = failure(request, "no answer within " + millis(request.timeout));
       return out;
     }
@@ -172,10 +183,11 @@ class CpprestKubeClient final : public KubeClient {
       out.transportError = failure(request, e.what());
       return out;
     }
-    auto waited = waitFor(task, deadlineAfter(request.timeout), &cancel);
+    TaskWaiter waiter(task);
+    auto waited = waiter.until(deadlineAfter(request.timeout), &cancel);
     if (waited != WaitResult::kDone) {
       cts.cancel();
-      waitFor(task, SteadyClock::now() + kCancelGrace, nullptr);
+      waiter.until(SteadyClock::now() + kCancelGrace);
       out.transportError = failure(request, waited == WaitResult::kCancelled
                                                 ? "cancelled"
                                                 : "no answer within " + millis(request.timeout));
@@ -232,9 +244,10 @@ class CpprestKubeClient final : public KubeClient {
       }
       if (body.in_avail() == 0) {
         auto next = body.bumpc();  // completes when a byte arrives, at the end, or on error
-        if (waitFor(next, SteadyClock::time_point::max(), &cancel) != WaitResult::kDone) {
+        TaskWaiter waiter(next);
+        if (waiter.until(SteadyClock::time_point::max(), &cancel) != WaitResult::kDone) {
           cts.cancel();
-          waitFor(next, SteadyClock::now() + kCancelGrace, nullptr);
+          waiter.until(SteadyClock::now() + kCancelGrace);
           return "";
         }
         Traits::int_type c = 0;
