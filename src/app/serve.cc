@@ -371,7 +371,10 @@ int runValidate(const std::vector<std::string>& argv) {
   const std::string summary =
       "Checks files offline with the service's own parsers: a queues.yaml document, a ConfigMap\n"
       "manifest carrying one, or a cluster file for serve --cluster (Nodes, Pods, ConfigMaps).\n"
-      "Prints every problem as FILE:LINE:COL: what is wrong; exits 1 if any file is invalid.";
+      "Prints every problem as FILE:LINE:COL: what is wrong; exits 1 if any file is invalid.\n"
+      "Several quota files are also checked together, as kubectl apply -f of all of them would\n"
+      "leave gpufair's namespace: a ConfigMap of a later file replaces an earlier one of the same\n"
+      "name, and a queue or namespace defined in two places is an error naming both.";
   auto parsed = parseArgs(argv, flags);
   if (!parsed) return fail(parsed.error(), 2);
   if (parsed->has("help") || parsed->positional.empty()) {
@@ -386,12 +389,14 @@ int runValidate(const std::vector<std::string>& argv) {
     }
   };
   int status = 0;
+  std::vector<std::vector<config::QuotaObject>> quotaFiles;
   for (const auto& path : parsed->positional) {
     auto quota = config::loadQuotaFile(path);
     if (quota) {
       std::cout << path << ": ok, " << quota->queues.size() << " queue"
                 << (quota->queues.size() == 1 ? "" : "s") << "\n";
       printQueues(*quota);
+      quotaFiles.push_back(config::loadQuotaSources(path).value());
       continue;
     }
     // Not a quota file? It may be a whole cluster file (Nodes and Pods as well).
@@ -410,6 +415,20 @@ int runValidate(const std::vector<std::string>& argv) {
       std::cerr << quota.error() << "\n";
     }
     status = 1;
+  }
+  if (quotaFiles.size() > 1) {
+    std::vector<std::string> replaced;
+    auto together = config::mergeQuotaFiles(quotaFiles, &replaced);
+    for (const auto& line : replaced) std::cout << "  note: " << line << "\n";
+    if (together) {
+      std::cout << "the " << quotaFiles.size() << " quota files together: ok, "
+                << together->queues.size() << " queues\n";
+    } else {
+      std::cerr << "the " << quotaFiles.size()
+                << " quota files together (as kubectl apply -f of all of them): "
+                << together.error() << "\n";
+      status = 1;
+    }
   }
   return status;
 }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,7 @@ std::optional<QuotaSource> parseQuotaConfigMap(const YAML::Node& configMap,
 namespace {
 
 void collect(const YAML::Node& node, const std::string& fileText, const detail::Locator& file,
-             detail::ErrorList& errors, std::vector<QuotaSource>& sources) {
+             detail::ErrorList& errors, std::vector<QuotaObject>& sources) {
   using detail::child;
   if (!node.IsMap()) {
     errors.add(file, node.Mark(),
@@ -51,13 +52,16 @@ void collect(const YAML::Node& node, const std::string& fileText, const detail::
   if (!kindNode.IsDefined()) {
     QuotaSource source = detail::parseQuotaNode(node, file, errors);
     source.source = file.line(node.Mark());
-    sources.push_back(std::move(source));
+    sources.push_back({"", std::move(source)});
     return;
   }
   const std::string kind = kindNode.IsScalar() ? kindNode.Scalar() : std::string();
   if (kind == "ConfigMap") {
     if (auto source = detail::parseQuotaConfigMap(node, fileText, file, errors)) {
-      sources.push_back(std::move(*source));
+      YAML::Node metadata = child(node, "metadata");
+      sources.push_back({"ConfigMap " + detail::scalarAt(metadata, "namespace") + "/" +
+                             detail::scalarAt(metadata, "name"),
+                         std::move(*source)});
     }
     return;
   }
@@ -79,25 +83,57 @@ void collect(const YAML::Node& node, const std::string& fileText, const detail::
 
 }  // namespace
 
-Result<QuotaConfig> loadQuotaFile(const std::string& path) {
+Result<std::vector<QuotaObject>> loadQuotaSources(const std::string& path) {
+  using R = Result<std::vector<QuotaObject>>;
   auto text = detail::readFile(path);
-  if (!text.ok()) return Result<QuotaConfig>::failure(text.error());
+  if (!text.ok()) return R::failure(text.error());
   const detail::Locator file{path, 0, 0};
   auto docs = detail::loadDocuments(*text, file);
-  if (!docs.ok()) return Result<QuotaConfig>::failure(docs.error());
+  if (!docs.ok()) return R::failure(docs.error());
 
   detail::ErrorList errors;
-  std::vector<QuotaSource> sources;
+  std::vector<QuotaObject> sources;
   for (const auto& doc : *docs) {
     if (doc.IsDefined() && !doc.IsNull()) collect(doc, *text, file, errors, sources);
   }
-  if (!errors.empty()) return Result<QuotaConfig>::failure(errors.joined());
+  if (!errors.empty()) return R::failure(errors.joined());
   if (sources.empty()) {
-    return Result<QuotaConfig>::failure(
-        path + ": no quotas found: expected queues.yaml or a ConfigMap with a \"" + kQuotaKey +
-        "\" key");
+    return R::failure(path + ": no quotas found: expected queues.yaml or a ConfigMap with a \"" +
+                      kQuotaKey + "\" key");
   }
-  return mergeQuotaSources(sources);
+  return sources;
+}
+
+Result<QuotaConfig> loadQuotaFile(const std::string& path) {
+  auto sources = loadQuotaSources(path);
+  if (!sources.ok()) return Result<QuotaConfig>::failure(sources.error());
+  std::vector<QuotaSource> quotas;
+  for (auto& entry : *sources) quotas.push_back(std::move(entry.quota));
+  return mergeQuotaSources(quotas);
+}
+
+Result<QuotaConfig> mergeQuotaFiles(const std::vector<std::vector<QuotaObject>>& files,
+                                    std::vector<std::string>* replaced) {
+  std::vector<QuotaObject> applied;
+  for (const auto& sources : files) {
+    for (const auto& source : sources) {
+      auto same = std::find_if(applied.begin(), applied.end(), [&](const QuotaObject& s) {
+        return !source.object.empty() && s.object == source.object;
+      });
+      if (same == applied.end()) {
+        applied.push_back(source);
+        continue;
+      }
+      if (replaced != nullptr) {
+        replaced->push_back(source.quota.source + " replaces " + same->quota.source +
+                            " (the same object, as kubectl apply would)");
+      }
+      *same = source;
+    }
+  }
+  std::vector<QuotaSource> merged;
+  for (auto& entry : applied) merged.push_back(std::move(entry.quota));
+  return mergeQuotaSources(merged);
 }
 
 }  // namespace gpufair::config

@@ -67,6 +67,32 @@ class BinaryTest(unittest.TestCase):
                     self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
                     self.assertIn(": ok", out.stdout)
 
+    def test_the_readme_quota_steps_validate_together(self):
+        # The README's steps: the installed example, then examples/team-quotas.yaml applied over it.
+        installed = os.path.join(MANIFESTS, "40-quota-example.yaml")
+        team = os.path.join(EXAMPLES, "team-quotas.yaml")
+        out = run("validate", installed, team)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("replaces ConfigMap gpufair-system/gpufair-queues", out.stdout)
+        self.assertIn("the 2 quota files together: ok", out.stdout)
+
+    def test_validate_refuses_queues_defined_in_two_configmaps(self):
+        with open(os.path.join(EXAMPLES, "team-quotas.yaml")) as f:
+            other = f.read().replace("name: gpufair-queues", "name: more-quotas")
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            f.write(other)
+            f.flush()
+            installed = os.path.join(MANIFESTS, "40-quota-example.yaml")
+            out = run("validate", installed, f.name)
+            self.assertEqual(out.returncode, 1, out.stdout)
+            self.assertIn("quota files together", out.stderr)
+            m = re.search(r'queue "team-a" is defined in both ConfigMap gpufair-system/'
+                          r'gpufair-queues \((.*?):(\d+)\) and ConfigMap gpufair-system/'
+                          r'more-quotas \((.*?):(\d+)\)', out.stderr)
+            self.assertIsNotNone(m, out.stderr)
+            self.assertTrue(m.group(1).endswith("40-quota-example.yaml"))
+            self.assertEqual(m.group(3), f.name)
+
     def test_validate_refuses_a_broken_quota(self):
         with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
             f.write("queues:\n- name: a\n  gpu: {deserved: 5, limit: 2}\n")

@@ -57,6 +57,21 @@ Result<QuotaConfig> mergeQuotaConfigs(
 // documents, or a v1 List) carrying a queues.yaml key, merged. Messages carry the file name and the
 // file's line numbers (inside a literal block `queues.yaml: |` too).
 Result<QuotaConfig> loadQuotaFile(const std::string& path);
+// One queues.yaml document of a file and the Kubernetes object it lives in ("ConfigMap
+// gpufair-system/gpufair-queues"; empty for a bare queues.yaml): applying a later file with the
+// same object replaces it.
+struct QuotaObject {
+  std::string object;
+  QuotaSource quota;
+};
+// The same as loadQuotaFile, unmerged: every queues.yaml document of the file.
+Result<std::vector<QuotaObject>> loadQuotaSources(const std::string& path);
+// Several files as `kubectl apply -f` of all of them leaves the cluster: a ConfigMap of a later
+// file replaces one of an earlier file with the same namespace and name (`replaced` then gets a
+// line saying so), and everything else is merged as gpufair merges quota ConfigMaps. A queue or
+// namespace defined twice is an error naming both places (file:line).
+Result<QuotaConfig> mergeQuotaFiles(const std::vector<std::vector<QuotaObject>>& files,
+                                    std::vector<std::string>* replaced = nullptr);
 
 // Kubernetes DNS-1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 characters.
 bool isDns1123Label(std::string_view name);
