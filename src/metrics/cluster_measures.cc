@@ -1,5 +1,8 @@
 #include "gpufair/metrics/cluster_measures.h"
 
+#include <algorithm>
+#include <map>
+
 #include "gpufair/policy/fragmentation.h"
 
 namespace gpufair::metrics {
@@ -9,13 +12,13 @@ double gpus(MilliGpu milli) {
   return static_cast<double>(milli) / static_cast<double>(kMilliPerGpu);
 }
 
-QueueMeasure measureQueue(const policy::QueueState& queue) {
+QueueMeasure measureQueue(const policy::QueueState& queue, std::vector<policy::PodPtr> borrowed) {
   QueueMeasure m;
   m.name = queue.quota.name;
   m.deserved = gpus(queue.quota.gpu.deserved);
   if (queue.quota.gpu.limit) m.limit = gpus(*queue.quota.gpu.limit);
   m.allocated = gpus(queue.allocated);
-  m.overQuota = gpus(queue.overQuota);
+  m.overQuota = gpus(reclaimableGpus(queue, std::move(borrowed)));
   m.pending = gpus(queue.pending);
   m.pendingPods = queue.pendingPods;
   m.fairShare = gpus(queue.fairShare);
@@ -23,6 +26,19 @@ QueueMeasure measureQueue(const policy::QueueState& queue) {
 }
 
 }  // namespace
+
+MilliGpu reclaimableGpus(const policy::QueueState& queue, std::vector<policy::PodPtr> borrowed) {
+  // Youngest first (reclaim's order); pods without a creation time count as oldest.
+  std::stable_sort(borrowed.begin(), borrowed.end(), [](const auto& a, const auto& b) {
+    return a->created.value_or(Timestamp{}) > b->created.value_or(Timestamp{});
+  });
+  MilliGpu room = queue.allocated - queue.quota.gpu.deserved;
+  MilliGpu taken = 0;
+  for (const auto& pod : borrowed) {
+    if (pod->gpus <= room - taken) taken += pod->gpus;
+  }
+  return std::max<MilliGpu>(taken, 0);
+}
 
 std::int64_t schedulableJobs(const policy::ClusterSnapshot& snapshot, int gpus) {
   if (gpus <= 0) return 0;
@@ -73,7 +89,17 @@ ClusterMeasures measureCluster(const policy::ClusterSnapshot& snapshot) {
   m.fragmentedGpus = fragmentation.fragmented / static_cast<double>(kMilliPerGpu);
   m.largestFreeBlock = gpus(snapshot.largestFreeBlock());
   for (int k : kJobSizes) m.schedulableJobs.push_back(schedulableJobs(snapshot, k));
-  for (const auto& queue : snapshot.queues()) m.queues.push_back(measureQueue(queue));
+  std::map<std::string, std::vector<policy::PodPtr>, std::less<>> borrowed;
+  for (const auto& node : snapshot.nodes()) {
+    for (const auto& pod : node->pods()) {
+      if (pod->overQuota && pod->gpus > 0) borrowed[pod->queue].push_back(pod);
+    }
+  }
+  for (const auto& queue : snapshot.queues()) {
+    auto it = borrowed.find(queue.quota.name);
+    m.queues.push_back(measureQueue(
+        queue, it == borrowed.end() ? std::vector<policy::PodPtr>{} : std::move(it->second)));
+  }
   m.fairnessIndex = fairnessIndex(m.queues);
   m.pendingPods = static_cast<int>(snapshot.pending().size());
   return m;

@@ -53,7 +53,8 @@ void addQueues(Families& out, const ClusterMeasures& m) {
       {"queue_allocated_gpus", "GPUs held by the queue's bound or assumed pods.",
        &QueueMeasure::allocated},
       {"queue_over_quota_gpus",
-       "Of the queue's allocated GPUs, those held by borrowed (over-quota) pods.",
+       "What reclaim could take from the queue: GPUs of its borrowed (over-quota) pods, whole pods "
+       "youngest first, as long as the queue keeps its deserved quota.",
        &QueueMeasure::overQuota},
       {"queue_fair_share_gpus",
        "The queue's fair share: deserved quota, then idle GPUs split among borrowing queues by "

@@ -69,6 +69,45 @@ TEST(SchedulableJobs, CountsWholeFreeGpusOnNodesTakingPods) {
   }
 }
 
+// gpufair_queue_over_quota_gpus is what reclaim can take: whole borrowed pods, youngest first,
+// while the queue keeps its deserved quota.
+TEST(MeasureCluster, OverQuotaIsWhatReclaimCanTake) {
+  using std::chrono::hours;
+  const Timestamp t0{std::chrono::seconds{1'800'000'000}};
+  auto pod = [&](const char* name, double gpus, int ageHours, bool borrowed) {
+    auto p = MakePod("team-a", name).gpus(gpus).on("n1");
+    if (borrowed) p.overQuota();
+    policy::Pod obj = p;
+    obj.created = t0 - hours(ageHours);
+    return obj;
+  };
+  struct Case {
+    std::string name;
+    std::vector<policy::Pod> pods;
+    double deserved;
+    double want;
+  };
+  const std::vector<Case> cases = {
+      // The report from a real cluster: 13.5 allocated, deserved 8, one borrowed pod of 8.
+      {"one big borrowed pod above a small excess",
+       {pod("own", 5.5, 3, false), pod("borrow", 8, 1, true)}, 8, 0},
+      {"excess covers the borrowed pod", {pod("own", 8, 3, false), pod("borrow", 4, 1, true)}, 8,
+       4},
+      {"youngest first, then what still fits",
+       {pod("own", 4, 9, false), pod("old", 2, 5, true), pod("mid", 4, 3, true),
+        pod("young", 3, 1, true)},
+       7, 5},  // 13 allocated, excess 6: young 3, mid 4 would make 7 (skipped), old 2: 5
+      {"nothing borrowed", {pod("own", 10, 1, false)}, 4, 0},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<policy::Pod> pods = c.pods;
+    auto snap = testing::snapshotOf({MakeNode("n1").gpus(16)}, pods,
+                                    {MakeQueue("team-a").deserved(c.deserved)});
+    EXPECT_EQ(measureCluster(*snap).queues[0].overQuota, c.want);
+  }
+}
+
 TEST(MeasureCluster, ReportsTheSnapshot) {
   auto snap = testing::snapshotOf(
       {MakeNode("n1").gpus(8), MakeNode("n2").gpus(4), MakeNode("n3").gpus(8).unschedulable()},
@@ -93,7 +132,9 @@ TEST(MeasureCluster, ReportsTheSnapshot) {
   EXPECT_EQ(m.queues[1].name, "team-b");
   EXPECT_FALSE(m.queues[1].limit.has_value());
   EXPECT_EQ(m.queues[1].allocated, 2);
-  EXPECT_EQ(m.queues[1].overQuota, 2);
+  // team-b's borrowed pod holds 2 GPUs but only 1 is above its deserved 1: reclaiming the pod
+  // would take team-b below deserved, so reclaim can take nothing from it.
+  EXPECT_EQ(m.queues[1].overQuota, 0);
   EXPECT_EQ(m.queues[1].pending, 4);
   EXPECT_EQ(m.queues[1].pendingPods, 1);
 

@@ -22,7 +22,10 @@ struct QueueMeasure {
   double deserved = 0;
   std::optional<double> limit;  // none: unlimited
   double allocated = 0;
-  double overQuota = 0;  // of allocated, borrowed
+  // What reclaim could take from the queue: the GPUs of its borrowed (over-quota) pods, whole pods
+  // taken youngest first as reclaim takes them, while the queue keeps at least its deserved quota.
+  // A borrowed pod whose eviction would take the queue below deserved is not counted.
+  double overQuota = 0;
   double pending = 0;    // requested by pending pods
   int pendingPods = 0;
   double fairShare = 0;
@@ -58,6 +61,10 @@ struct ClusterMeasures {
 };
 
 ClusterMeasures measureCluster(const policy::ClusterSnapshot& snapshot);
+
+// The reclaimable part of a queue's allocation (QueueMeasure::overQuota), in milli-GPUs: `borrowed`
+// are the queue's borrowed pods.
+MilliGpu reclaimableGpus(const policy::QueueState& queue, std::vector<policy::PodPtr> borrowed);
 
 // Pods of `gpus` whole GPUs that fit at once (see ClusterMeasures::schedulableJobs).
 std::int64_t schedulableJobs(const policy::ClusterSnapshot& snapshot, int gpus);
