@@ -102,12 +102,15 @@ json explainPending(const policy::ClusterSnapshot& snapshot, const policy::Pod& 
   } else if (pod.gpus == 0 && !snapshot.fitOptions().checkCpuMemory) {
     summary = "it requests no GPU: gpufair lets it go to any node kube-scheduler picks";
   } else if (!ranked.empty()) {
+    // A fact, not a promise: where kube-scheduler places it is kube-scheduler's decision, and
+    // a pod it failed to place waits in its backoff until it retries.
     summary =
-        "it would go to " + std::string(ranked.front().node) + " (score " +
+        "it fits now, best on " + std::string(ranked.front().node) + " (score " +
         std::to_string(ranked.front().score) + " of 10; " + std::to_string(ranked.size()) + " of " +
         std::to_string(names.size()) + " nodes fit)" +
         (result.admission.overQuota ? ", borrowing idle GPUs beyond its queue's deserved quota"
-                                    : "");
+                                    : "") +
+        "; waiting for kube-scheduler to retry it";
   } else if (names.empty()) {
     summary = "gpufair knows no nodes yet";
   } else {

@@ -214,7 +214,7 @@ TEST_F(ExplainTest, APendingPodThatFitsSaysWhereItWouldGoNodeByNode) {
   EXPECT_EQ(reasons.at("gpu-node-2"), "fewer than 4 GPUs free");
   EXPECT_EQ(reasons.at("gpu-node-3"), "node gpu-node-3 is unschedulable (cordoned)");
   EXPECT_EQ(reasons.at("cpu-node-1"), "node cpu-node-1 has 0 GPUs; pod needs 4 GPUs");
-  EXPECT_EQ(doc.at("summary").get<std::string>().rfind("it would go to gpu-node-1 (score ", 0), 0u)
+  EXPECT_EQ(doc.at("summary").get<std::string>().rfind("it fits now, best on gpu-node-1 (score ", 0), 0u)
       << doc.at("summary");
 }
 

@@ -86,12 +86,12 @@ TEST(RenderExplain, VerdictsNodeByNode) {
        "free": 1.5, "allocatable": 8},
       {"name": "n3", "fits": false, "score": null, "reason": "node n3 is unschedulable (cordoned)",
        "free": 8, "allocatable": 8}],
-    "summary": "it would go to n1 (score 9 of 10; 1 of 3 nodes fit)"
+    "summary": "it fits now, best on n1 (score 9 of 10; 1 of 3 nodes fit); waiting for kube-scheduler to retry it"
 })json");
   EXPECT_EQ(renderExplain(doc, 2),
             "pod team-a/p1 (queue team-a, 4 GPUs): pending\n"
             "queue: admits it as borrowed (beyond deserved, from idle GPUs)\n"
-            "it would go to n1 (score 9 of 10; 1 of 3 nodes fit)\n"
+            "it fits now, best on n1 (score 9 of 10; 1 of 3 nodes fit); waiting for kube-scheduler to retry it\n"
             "\n"
             "NODE  FREE/GPUS  VERDICT\n"
             "n1    8/8        fits, score 9 of 10\n"

@@ -261,7 +261,7 @@ TEST_F(ServeTest, TopOnceShowsNodesQueuesAndPendingPods) {
     EXPECT_TRUE(std::regex_search(out, std::regex(row.str()))) << row.str() << "\n" << out;
   }
   EXPECT_TRUE(std::regex_search(
-      out, std::regex(R"(team-b/train-bert\s+team-b\s+4\s+it would go to gpu-node-\d)")))
+      out, std::regex(R"(team-b/train-bert\s+team-b\s+4\s+it fits now, best on gpu-node-\d)")))
       << out;
   EXPECT_TRUE(std::regex_search(
       out,
