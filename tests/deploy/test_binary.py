@@ -147,7 +147,8 @@ class serving:
     def __enter__(self):
         self.server = subprocess.Popen(
             [BINARY, "serve", "--cluster", os.path.join(EXAMPLES, "cluster-4x10.yaml"),
-             "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+             "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True)
         deadline = time.time() + 30
         while time.time() < deadline:
