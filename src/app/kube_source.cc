@@ -176,13 +176,13 @@ Status KubeSource::bind(const policy::Pod& pod, std::string_view node, bool over
 
 void KubeSource::rejected(const policy::Pod& pod, const std::string& reason) {
   events_->record({"Pod", "v1", pod.ns, pod.name, pod.uid, ""}, k8s::EventType::kWarning,
-                  "GpufairUnschedulable", reason);
+                  k8s::events::kUnschedulable, reason);
 }
 
 void KubeSource::borrowed(const policy::Pod& pod, const std::string& node,
                           const std::string& queue) {
   events_->record({"Pod", "v1", pod.ns, pod.name, pod.uid, ""}, k8s::EventType::kNormal,
-                  "GpufairBorrowed",
+                  k8s::events::kBorrowed,
                   "admitted over quota on " + node + ": queue " + queue +
                       " borrows idle GPUs beyond its deserved share; they may be reclaimed");
 }

@@ -227,6 +227,11 @@ std::string eventNamespace(const ObjectRef& object) {
 Result<std::string> createEvent(KubeClient& client, const EventSpec& event) {
   constexpr std::size_t kMaxMessage = 1024;  // the API server's limit on an Event's note
   constexpr std::size_t kMaxShort = 128;     // reason, action, reportingInstance
+  if (event.reason.empty() || event.action.empty()) {
+    return Result<std::string>::failure("not writing an Event for " + event.object.kind + " " +
+                                        event.object.name + " without reason and action (reason \"" +
+                                        event.reason + "\", action \"" + event.action + "\")");
+  }
   const std::string ns = eventNamespace(event.object);
   json involved = {{"kind", event.object.kind},
                    {"apiVersion", event.object.apiVersion},
@@ -251,8 +256,8 @@ Result<std::string> createEvent(KubeClient& client, const EventSpec& event) {
                {"eventTime", formatMicroTime(event.firstTimestamp)},
                {"count", event.count},
                {"reportingComponent", kComponent},
-               {"reportingInstance", detail::truncateUtf8(instance, kMaxShort)}};
-  if (!event.action.empty()) body["action"] = detail::truncateUtf8(event.action, kMaxShort);
+               {"reportingInstance", detail::truncateUtf8(instance, kMaxShort)},
+               {"action", detail::truncateUtf8(event.action, kMaxShort)}};
   ApiRequest request;
   request.method = "POST";
   request.path = "/api/v1/namespaces/" + escapePathSegment(ns) + "/events";

@@ -30,12 +30,12 @@ EventRecorder::~EventRecorder() {
 }
 
 bool EventRecorder::recordPod(std::string ns, std::string name, std::string uid, EventType type,
-                              std::string reason, std::string message) {
+                              const EventReason& why, std::string message) {
   ObjectRef pod{"Pod", "v1", std::move(ns), std::move(name), std::move(uid), ""};
-  return record(pod, type, std::move(reason), std::move(message));
+  return record(pod, type, why, std::move(message));
 }
 
-bool EventRecorder::record(const ObjectRef& object, EventType type, std::string reason,
+bool EventRecorder::record(const ObjectRef& object, EventType type, const EventReason& why,
                            std::string message) {
   if (!leader()) {
     std::lock_guard lock(mu_);
@@ -43,7 +43,7 @@ bool EventRecorder::record(const ObjectRef& object, EventType type, std::string 
     return false;
   }
   std::string key = object.kind + '/' + object.ns + '/' + object.name + '/' + object.uid + '/' +
-                    object.resourceVersion + '\x1f' + reason;
+                    object.resourceVersion + '\x1f' + why.reason;
   std::lock_guard lock(mu_);
   if (stopping_) {
     ++stats_.droppedQueueFull;
@@ -77,7 +77,8 @@ bool EventRecorder::record(const ObjectRef& object, EventType type, std::string 
   EventSpec event;
   event.object = object;
   event.type = type;
-  event.reason = std::move(reason);
+  event.reason = why.reason;
+  event.action = why.action;
   event.message = std::move(message);
   event.reportingInstance = options_.reportingInstance;
   event.count = 1 + tracked.suppressed;

@@ -26,39 +26,40 @@ std::string describeDryRun(const policy::ReclaimPlan& plan) {
          plan.reason + ")";
 }
 
-void ReclaimEvents::onReclaimer(const policy::ReclaimPlan& plan, EventType type, std::string reason,
-                                std::string message) {
+void ReclaimEvents::onReclaimer(const policy::ReclaimPlan& plan, EventType type,
+                                const EventReason& why, std::string message) {
   const auto slash = plan.reclaimer.find('/');
   recorder_.recordPod(plan.reclaimer.substr(0, slash), plan.reclaimer.substr(slash + 1),
-                      plan.reclaimerUid, type, std::move(reason), std::move(message));
+                      plan.reclaimerUid, type, why, std::move(message));
 }
 
 void ReclaimEvents::evicted(const policy::ReclaimPlan& /*plan*/,
                             const policy::ReclaimVictim& victim) {
   const policy::Pod& pod = *victim.pod;
-  recorder_.recordPod(pod.ns, pod.name, pod.uid, EventType::kNormal, "Reclaimed", victim.reason);
+  recorder_.recordPod(pod.ns, pod.name, pod.uid, EventType::kNormal, events::kReclaimed,
+                      victim.reason);
 }
 
 void ReclaimEvents::evictionFailed(const policy::ReclaimPlan& plan,
                                    const policy::ReclaimVictim& victim,
                                    const state::EvictResult& result) {
-  onReclaimer(plan, EventType::kWarning, "ReclaimBlocked",
+  onReclaimer(plan, EventType::kWarning, events::kReclaimBlocked,
               "could not evict " + victim.pod->key() + " (" +
                   state::evictOutcomeName(result.outcome) + "): " + result.message +
                   "; trying another plan");
 }
 
 void ReclaimEvents::reclaimed(const policy::ReclaimPlan& plan) {
-  onReclaimer(plan, EventType::kNormal, "Reclaiming", plan.reason);
+  onReclaimer(plan, EventType::kNormal, events::kReclaiming, plan.reason);
 }
 
 void ReclaimEvents::waiting(const policy::Pod& reclaimer, const std::string& reason) {
   recorder_.recordPod(reclaimer.ns, reclaimer.name, reclaimer.uid, EventType::kNormal,
-                      "ReclaimWaiting", reason);
+                      events::kReclaimWaiting, reason);
 }
 
 void ReclaimEvents::dryRun(const policy::ReclaimPlan& plan) {
-  onReclaimer(plan, EventType::kNormal, "ReclaimDryRun", describeDryRun(plan));
+  onReclaimer(plan, EventType::kNormal, events::kReclaimDryRun, describeDryRun(plan));
 }
 
 }  // namespace gpufair::k8s

@@ -189,7 +189,7 @@ void QuotaWatcher::recomputeLocked(const std::string& changed) {
                               " quota config stays in force: " + lastError_;
   for (const codec::ConfigMap* cm : offenders) {
     ObjectRef ref{"ConfigMap", "v1", cm->ns, cm->name, cm->uid, cm->resourceVersion};
-    events_->record(ref, EventType::kWarning, kInvalidQuotaConfigReason, message);
+    events_->record(ref, EventType::kWarning, events::kInvalidQuotaConfig, message);
   }
 }
 

@@ -132,8 +132,12 @@ TEST_F(KubeSourceTest, ServesFromTheApiServerAndBindsThere) {
       service.handle({"POST", "/filter", json{{"Pod", big}, {"NodeNames", {"n1"}}}.dump()});
   EXPECT_EQ(json::parse(refused.body).at("FailedAndUnresolvableNodes").at("n1"),
             "queue team-a at 4/6 GPUs (limit); pod needs 4 GPUs");
+  // Written, not only sent: the fake API server validates Events as kube-apiserver does.
   ASSERT_TRUE(k8s::fake::waitUntil(
-      [&] { return !fake->requests("POST", "/api/v1/namespaces/team-a/events").empty(); }, 10s));
+      [&] { return !fake->list("/api/v1/namespaces/team-a/events").empty(); }, 10s));
+  const json event = fake->list("/api/v1/namespaces/team-a/events").front();
+  EXPECT_EQ(event["reason"], "GpufairUnschedulable");
+  EXPECT_EQ(event["action"], "Scheduling");
 
   // A broken quota change keeps the last good config; a good one applies without a restart.
   fake->update("/api/v1/namespaces/gpufair-system/configmaps/queues",

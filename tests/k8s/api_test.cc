@@ -189,6 +189,7 @@ TEST_F(ApiTest, CreateEventWritesACoreV1Event) {
   event.object = {"Pod", "v1", "team-a", "train-1", "uid-1", ""};
   event.type = EventType::kWarning;
   event.reason = "QuotaExceeded";
+  event.action = "Scheduling";
   event.message = "queue team-a at 30/30 GPUs (limit)";
   event.reportingInstance = "gpufair-0";
   event.count = 3;
@@ -210,6 +211,7 @@ TEST_F(ApiTest, CreateEventWritesACoreV1Event) {
                                                  {"name", "train-1"},
                                                  {"uid", "uid-1"}}));
   EXPECT_EQ(b["reason"], "QuotaExceeded");
+  EXPECT_EQ(b["action"], "Scheduling");
   EXPECT_EQ(b["message"], "queue team-a at 30/30 GPUs (limit)");
   EXPECT_EQ(b["type"], "Warning");
   EXPECT_EQ(b["source"]["component"], "gpufair");
@@ -226,6 +228,7 @@ TEST_F(ApiTest, EventsForClusterScopedObjectsGoToDefaultAndLongNotesAreCut) {
   EventSpec event;
   event.object = {"Node", "v1", "", "node-1", "uid-n", ""};
   event.reason = "Fragmented";
+  event.action = "Scoring";
   event.message = std::string(1023, 'x') + "\xC3\xA9 and more";  // \xC3\xA9: one character
   auto name = createEvent(client_, event);
   ASSERT_FALSE(name.ok());
@@ -244,9 +247,24 @@ TEST_F(ApiTest, InvalidUtf8InAMessageIsReplacedNotThrown) {
   EventSpec event;
   event.object = {"Pod", "v1", "team-a", "train-1", "uid-1", ""};
   event.reason = "Odd";
+  event.action = "Testing";
   event.message = "bad \xFF byte";
   ASSERT_TRUE(createEvent(client_, event).ok());
   EXPECT_EQ(body(request_)["message"], "bad \xEF\xBF\xBD byte");
+}
+
+TEST_F(ApiTest, AnEventWithoutActionOrReasonIsRefusedBeforeItIsSent) {
+  for (auto [reason, action] : {std::pair{"Odd", ""}, std::pair{"", "Testing"}}) {
+    request_ = {};
+    EventSpec event;
+    event.object = {"Pod", "v1", "team-a", "train-1", "uid-1", ""};
+    event.reason = reason;
+    event.action = action;
+    auto name = createEvent(client_, event);
+    ASSERT_FALSE(name.ok());
+    EXPECT_THAT(name.error(), HasSubstr("without reason and action"));
+    EXPECT_TRUE(request_.method.empty()) << "nothing may be sent";
+  }
 }
 
 TEST_F(ApiTest, UpdateEventPatchesCountAndTimestamp) {

@@ -66,7 +66,7 @@ class EventRecorderTest : public ::testing::Test {
 TEST_F(EventRecorderTest, WritesAnEventInTheBackground) {
   auto recorder = make();
   EXPECT_TRUE(recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning,
-                                  "FailedScheduling", "queue team-a at 30/30 GPUs (limit)"));
+                                  {"FailedScheduling", "Testing"}, "queue team-a at 30/30 GPUs (limit)"));
   ASSERT_TRUE(recorder->waitIdle(kWait));
   auto sent = requests();
   ASSERT_EQ(sent.size(), 1u);
@@ -86,7 +86,7 @@ TEST_F(EventRecorderTest, WritesAnEventInTheBackground) {
 TEST_F(EventRecorderTest, TheSameObjectAndReasonIsWrittenOncePerIntervalThenAggregated) {
   auto recorder = make();  // dedupInterval 5 min
   for (int i = 0; i < 10; ++i) {
-    recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning, "FailedScheduling",
+    recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning, {"FailedScheduling", "Testing"},
                         "no fit");
     clock_->advance(10s);
   }
@@ -95,14 +95,14 @@ TEST_F(EventRecorderTest, TheSameObjectAndReasonIsWrittenOncePerIntervalThenAggr
   EXPECT_EQ(recorder->stats().droppedDuplicate, 9u);
 
   // Another reason, or another pod, is another event.
-  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kNormal, "Bound", "on node-1");
-  recorder->recordPod("team-a", "train-2", "uid-2", EventType::kWarning, "FailedScheduling", "x");
+  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kNormal, {"Bound", "Testing"}, "on node-1");
+  recorder->recordPod("team-a", "train-2", "uid-2", EventType::kWarning, {"FailedScheduling", "Testing"}, "x");
   ASSERT_TRUE(recorder->waitIdle(kWait));
   EXPECT_EQ(requests().size(), 3u);
 
   // After the interval, the first Event's count is updated: 1 + 9 suppressed + this one.
   clock_->advance(5min);
-  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning, "FailedScheduling",
+  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning, {"FailedScheduling", "Testing"},
                       "still no fit");
   ASSERT_TRUE(recorder->waitIdle(kWait));
   auto sent = requests();
@@ -118,11 +118,11 @@ TEST_F(EventRecorderTest, TheSameObjectAndReasonIsWrittenOncePerIntervalThenAggr
 
 TEST_F(EventRecorderTest, AnExpiredEventIsCreatedAgain) {
   auto recorder = make();
-  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning, "FailedScheduling", "a");
+  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning, {"FailedScheduling", "Testing"}, "a");
   ASSERT_TRUE(recorder->waitIdle(kWait));
   clock_->advance(6min);
   answerNext(statusReply(404, "NotFound", "events \"ev-1\" not found"));
-  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning, "FailedScheduling", "b");
+  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning, {"FailedScheduling", "Testing"}, "b");
   ASSERT_TRUE(recorder->waitIdle(kWait));
   auto sent = requests();
   ASSERT_EQ(sent.size(), 3u);
@@ -140,14 +140,14 @@ TEST_F(EventRecorderTest, AGlobalTokenBucketCapsTheRate) {
   int queued = 0;
   for (int i = 0; i < 5; ++i) {
     std::string name = "pod-" + std::to_string(i);
-    queued += recorder->recordPod("team-a", name, "uid-" + name, EventType::kWarning, "R", "m");
+    queued += recorder->recordPod("team-a", name, "uid-" + name, EventType::kWarning, {"R", "Testing"}, "m");
   }
   EXPECT_EQ(queued, 3);
   EXPECT_EQ(recorder->stats().droppedRateLimited, 2u);
   clock_->advance(2s);  // two tokens back
   for (int i = 5; i < 8; ++i) {
     std::string name = "pod-" + std::to_string(i);
-    queued += recorder->recordPod("team-a", name, "uid-" + name, EventType::kWarning, "R", "m");
+    queued += recorder->recordPod("team-a", name, "uid-" + name, EventType::kWarning, {"R", "Testing"}, "m");
   }
   EXPECT_EQ(queued, 5);
   ASSERT_TRUE(recorder->waitIdle(kWait));
@@ -168,10 +168,10 @@ TEST_F(EventRecorderTest, AFullQueueDropsInsteadOfBlocking) {
   EventRecorderOptions options;
   options.queueCapacity = 1;
   auto recorder = make(options);
-  EXPECT_TRUE(recorder->recordPod("ns", "a", "ua", EventType::kNormal, "R", "m"));
+  EXPECT_TRUE(recorder->recordPod("ns", "a", "ua", EventType::kNormal, {"R", "Testing"}, "m"));
   ASSERT_EQ(entered.get_future().wait_for(kWait), std::future_status::ready);  // worker busy
-  EXPECT_TRUE(recorder->recordPod("ns", "b", "ub", EventType::kNormal, "R", "m"));
-  EXPECT_FALSE(recorder->recordPod("ns", "c", "uc", EventType::kNormal, "R", "m"));
+  EXPECT_TRUE(recorder->recordPod("ns", "b", "ub", EventType::kNormal, {"R", "Testing"}, "m"));
+  EXPECT_FALSE(recorder->recordPod("ns", "c", "uc", EventType::kNormal, {"R", "Testing"}, "m"));
   EXPECT_EQ(recorder->stats().droppedQueueFull, 1u);
   release.set_value();
   ASSERT_TRUE(recorder->waitIdle(kWait));
@@ -183,12 +183,12 @@ TEST_F(EventRecorderTest, OnlyTheLeaderWrites) {
   EventRecorderOptions options;
   options.isLeader = [&] { return leader.load(); };
   auto recorder = make(options);
-  EXPECT_FALSE(recorder->recordPod("ns", "a", "ua", EventType::kNormal, "R", "m"));
+  EXPECT_FALSE(recorder->recordPod("ns", "a", "ua", EventType::kNormal, {"R", "Testing"}, "m"));
   ASSERT_TRUE(recorder->waitIdle(kWait));
   EXPECT_TRUE(requests().empty());
   EXPECT_EQ(recorder->stats().skippedNotLeader, 1u);
   leader = true;
-  EXPECT_TRUE(recorder->recordPod("ns", "a", "ua", EventType::kNormal, "R", "m"));
+  EXPECT_TRUE(recorder->recordPod("ns", "a", "ua", EventType::kNormal, {"R", "Testing"}, "m"));
   ASSERT_TRUE(recorder->waitIdle(kWait));
   EXPECT_EQ(requests().size(), 1u);
 }
@@ -197,11 +197,11 @@ TEST_F(EventRecorderTest, FailuresAreCountedAndTheObjectVersionSeparatesEvents) 
   auto recorder = make();
   answerNext(statusReply(403, "Forbidden", "events is forbidden"));
   ObjectRef cm{"ConfigMap", "v1", "gpufair-system", "quotas", "uid-cm", "7"};
-  EXPECT_TRUE(recorder->record(cm, EventType::kWarning, "InvalidQuotaConfig", "bad"));
+  EXPECT_TRUE(recorder->record(cm, EventType::kWarning, {"InvalidQuotaConfig", "Testing"}, "bad"));
   ASSERT_TRUE(recorder->waitIdle(kWait));
   EXPECT_EQ(recorder->stats().failed, 1u);
   cm.resourceVersion = "8";  // a new version of the ConfigMap is news at once
-  EXPECT_TRUE(recorder->record(cm, EventType::kWarning, "InvalidQuotaConfig", "still bad"));
+  EXPECT_TRUE(recorder->record(cm, EventType::kWarning, {"InvalidQuotaConfig", "Testing"}, "still bad"));
   ASSERT_TRUE(recorder->waitIdle(kWait));
   auto sent = requests();
   ASSERT_EQ(sent.size(), 2u);
@@ -211,11 +211,11 @@ TEST_F(EventRecorderTest, FailuresAreCountedAndTheObjectVersionSeparatesEvents) 
 
 TEST_F(EventRecorderTest, StopWritesWhatIsQueuedThenRefusesMore) {
   auto recorder = make();
-  recorder->recordPod("ns", "a", "ua", EventType::kNormal, "R", "m");
-  recorder->recordPod("ns", "b", "ub", EventType::kNormal, "R", "m");
+  recorder->recordPod("ns", "a", "ua", EventType::kNormal, {"R", "Testing"}, "m");
+  recorder->recordPod("ns", "b", "ub", EventType::kNormal, {"R", "Testing"}, "m");
   recorder->stop();
   EXPECT_EQ(requests().size(), 2u);
-  EXPECT_FALSE(recorder->recordPod("ns", "c", "uc", EventType::kNormal, "R", "m"));
+  EXPECT_FALSE(recorder->recordPod("ns", "c", "uc", EventType::kNormal, {"R", "Testing"}, "m"));
   EXPECT_EQ(recorder->stats().created, 2u);
 }
 

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "k8s/fake_server_state.h"
+#include "k8s/fake_validation.h"
 
 namespace gpufair::k8s::fake {
 namespace {
@@ -14,6 +15,7 @@ HttpResponse notFound(const ResourcePath& where) {
 }
 
 HttpResponse fromResult(const StoreResult& result) {
+  if (!result.ok() && !result.body.empty()) return {result.code, result.body, "application/json"};
   if (!result.ok()) return statusResponse(result.code, result.reason, result.message);
   return objectResponse(result.code, result.object);
 }
@@ -26,6 +28,17 @@ std::optional<json> parseBody(const HttpRequest& request) {
 
 HttpResponse badBody() {
   return statusResponse(400, "BadRequest", "the request body is not a JSON object");
+}
+
+HttpResponse rejectionResponse(const Rejection& rejection) {
+  return {rejection.code, rejection.body(), "application/json"};
+}
+
+// The answer a store mutation gives when the changed object fails validation.
+StoreResult rejectedMutation(const Rejection& rejection) {
+  StoreResult out = StoreResult::failure(rejection.code, rejection.reason, rejection.message);
+  out.body = rejection.body();
+  return out;
 }
 
 std::uint64_t toNumber(const std::string& text) {
@@ -103,6 +116,12 @@ HttpResponse create(FakeApiServer::State& state, const ResourcePath& where,
                           "the namespace of the provided object does not match the namespace "
                           "sent on the request");
   }
+  json named = *body;
+  if (named["metadata"].is_object() && !named["metadata"].contains("name") &&
+      named["metadata"].contains("generateName")) {
+    named["metadata"]["name"] = named["metadata"]["generateName"];
+  }
+  if (auto rejected = validateCreate(where, named)) return rejectionResponse(*rejected);
   return fromResult(state.store.create(where, std::move(*body)));
 }
 
@@ -115,6 +134,7 @@ HttpResponse bind(FakeApiServer::State& state, const ResourcePath& where,
   ResourcePath pod = where;
   pod.subresource.clear();
   auto result = state.store.mutate(pod, [&](json& object) {
+    if (auto rejected = validateBinding(where, *body, object)) return rejectedMutation(*rejected);
     auto current = object.value("/spec/nodeName"_json_pointer, std::string());
     if (!current.empty()) {
       return StoreResult::failure(409, "Conflict",
@@ -125,11 +145,23 @@ HttpResponse bind(FakeApiServer::State& state, const ResourcePath& where,
     object["spec"]["nodeName"] = node;
     return StoreResult{201, "", "", nullptr};
   });
-  if (!result.ok()) return statusResponse(result.code, result.reason, result.message);
+  if (!result.ok()) return fromResult(result);
   return statusResponse(201, "", "");
 }
 
-HttpResponse evict(FakeApiServer::State& state, const ResourcePath& where) {
+HttpResponse evict(FakeApiServer::State& state, const ResourcePath& where,
+                   const HttpRequest& request) {
+  auto body = parseBody(request);
+  if (!body) return badBody();
+  {
+    ResourcePath item = where;
+    item.subresource.clear();
+    auto pod = state.store.get(item);
+    if (!pod) return notFound(item);
+    if (auto rejected = validateEviction(where, *body, pod->value)) {
+      return rejectionResponse(*rejected);
+    }
+  }
   {
     std::lock_guard lock(state.mu);
     if (state.protectedPods.count(where.ns + "/" + where.name) != 0) {
@@ -160,6 +192,7 @@ HttpResponse patch(FakeApiServer::State& state, const ResourcePath& where,
   ResourcePath item = where;
   item.subresource.clear();
   auto result = state.store.mutate(item, [&](json& object) {
+    const json before = object;
     try {
       if (jsonPatch) {
         object = object.patch(body);
@@ -169,6 +202,7 @@ HttpResponse patch(FakeApiServer::State& state, const ResourcePath& where,
     } catch (const std::exception& e) {
       return StoreResult::failure(422, "Invalid", std::string("the patch failed: ") + e.what());
     }
+    if (auto rejected = validateUpdate(where, before, object)) return rejectedMutation(*rejected);
     object["metadata"]["name"] = where.name;
     return StoreResult{};
   });
@@ -205,7 +239,7 @@ HttpResponse handleRest(FakeApiServer::State& state, const HttpRequest& request)
   }
   const auto& sub = where->subresource;
   if (sub == "binding" && method == "POST") return bind(state, *where, request);
-  if (sub == "eviction" && method == "POST") return evict(state, *where);
+  if (sub == "eviction" && method == "POST") return evict(state, *where, request);
   if (!sub.empty() && sub != "status") {
     return statusResponse(404, "NotFound", "the server could not find the requested resource");
   }
@@ -218,6 +252,18 @@ HttpResponse handleRest(FakeApiServer::State& state, const HttpRequest& request)
   if (method == "PUT") {
     auto body = parseBody(request);
     if (!body) return badBody();
+    auto current = state.store.get(item);
+    if (!current) return notFound(item);
+    json merged = *body;
+    // The server keeps what it owns (uid, creationTimestamp) when the client leaves it out.
+    for (const char* key : {"uid", "creationTimestamp"}) {
+      if (!merged["metadata"].contains(key) && current->value["metadata"].contains(key)) {
+        merged["metadata"][key] = current->value["metadata"][key];
+      }
+    }
+    if (auto rejected = validateUpdate(item, current->value, merged)) {
+      return rejectionResponse(*rejected);
+    }
     return fromResult(state.store.update(item, std::move(*body)));
   }
   if (method == "PATCH") return patch(state, item, request);

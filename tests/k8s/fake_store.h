@@ -55,9 +55,10 @@ struct StoreResult {
   std::string reason;  // NotFound, AlreadyExists, Conflict, ...
   std::string message;
   ObjectPtr object;
+  std::string body;  // a complete Status body to answer instead of one made of reason and message
   bool ok() const { return code >= 200 && code < 300; }
   static StoreResult failure(int code, std::string reason, std::string message) {
-    return {code, std::move(reason), std::move(message), nullptr};
+    return {code, std::move(reason), std::move(message), nullptr, {}};
   }
 };
 

@@ -106,12 +106,32 @@ struct ObjectRef {
 
 enum class EventType { kNormal, kWarning };
 
+// Why an Event is written: `reason`, what happened (UpperCamelCase, at most 128 characters), and
+// `action`, what gpufair did or failed to do about the object (at most 128). The API server
+// requires both on an Event with eventTime (core/v1 validation: "action: Required value").
+struct EventReason {
+  std::string reason;
+  std::string action;
+};
+
+// The Events gpufair writes, in one place (kubectl describe shows reason and action).
+namespace events {
+inline const EventReason kUnschedulable{"GpufairUnschedulable", "Scheduling"};
+inline const EventReason kBorrowed{"GpufairBorrowed", "Binding"};
+inline const EventReason kReclaimed{"Reclaimed", "Evicting"};
+inline const EventReason kReclaiming{"Reclaiming", "Reclaiming"};
+inline const EventReason kReclaimBlocked{"ReclaimBlocked", "Evicting"};
+inline const EventReason kReclaimWaiting{"ReclaimWaiting", "Reclaiming"};
+inline const EventReason kReclaimDryRun{"ReclaimDryRun", "Reclaiming"};
+inline const EventReason kInvalidQuotaConfig{"InvalidQuotaConfig", "LoadingQuotaConfig"};
+}  // namespace events
+
 struct EventSpec {
   ObjectRef object;
   EventType type = EventType::kNormal;
   std::string reason;             // UpperCamelCase, at most 128 characters
   std::string message;            // truncated to 1024 bytes as the API server requires
-  std::string action;             // optional, e.g. "Binding"
+  std::string action;             // required, at most 128 characters, e.g. "Binding"
   std::string reportingInstance;  // required by the API server with eventTime: e.g. the hostname
   int count = 1;
   Timestamp firstTimestamp{};
@@ -122,7 +142,8 @@ struct EventSpec {
 std::string eventNamespace(const ObjectRef& object);
 
 // POST /api/v1/namespaces/{ns}/events (metadata.generateName "{object name}."). Returns the name
-// the API server gave the Event, for later count updates.
+// the API server gave the Event, for later count updates. An Event without reason or action is an
+// error here, before anything is sent: the API server would refuse it.
 Result<std::string> createEvent(KubeClient& client, const EventSpec& event);
 // PATCH (merge) of an existing Event: count, lastTimestamp, message. A 404 (Events expire, by
 // default after an hour) is an error the caller answers by creating a new Event.

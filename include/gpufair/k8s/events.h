@@ -63,10 +63,11 @@ class EventRecorder {
   EventRecorder& operator=(const EventRecorder&) = delete;
 
   // Queues an Event about `object`. Never blocks on the API server. Returns whether it was queued.
-  bool record(const ObjectRef& object, EventType type, std::string reason, std::string message);
+  bool record(const ObjectRef& object, EventType type, const EventReason& why,
+              std::string message);
   // Convenience for pods.
   bool recordPod(std::string ns, std::string name, std::string uid, EventType type,
-                 std::string reason, std::string message);
+                 const EventReason& why, std::string message);
 
   // Waits until the queue is empty and nothing is being written, or `timeout` passes.
   bool waitIdle(std::chrono::milliseconds timeout);

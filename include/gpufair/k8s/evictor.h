@@ -45,7 +45,7 @@ class ReclaimEvents final : public state::ReclaimObserver {
   void dryRun(const policy::ReclaimPlan& plan) override;
 
  private:
-  void onReclaimer(const policy::ReclaimPlan& plan, EventType type, std::string reason,
+  void onReclaimer(const policy::ReclaimPlan& plan, EventType type, const EventReason& why,
                    std::string message);
   EventRecorder& recorder_;
 };

@@ -31,8 +31,6 @@
 
 namespace gpufair::k8s {
 
-inline constexpr const char* kInvalidQuotaConfigReason = "InvalidQuotaConfig";
-
 class QuotaWatcher final : public ReflectorSink {
  public:
   // `ns`: gpufair's own namespace. `events` may be null (no Events are written); it must outlive
