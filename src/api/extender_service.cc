@@ -102,6 +102,19 @@ Response ExtenderService::dispatch(const Request& request, std::string_view* ver
   return errorResponse(404, "no such endpoint: " + std::string(path));
 }
 
+Status ExtenderService::decisionsAllowed() const {
+  if (!gate_) return Status::ok();
+  Status allowed;
+  try {
+    allowed = gate_();
+  } catch (const std::exception& e) {
+    allowed = Status::error(std::string("the readiness check failed: ") + e.what());
+  }
+  if (allowed.isOk()) return allowed;
+  return Status::error("gpufair is starting: " + allowed.reason() +
+                       "; no decision on a partial view of the cluster, kube-scheduler retries");
+}
+
 Response ExtenderService::healthz() const {
   Response response;
   response.body = R"({"status":"ok"})";

@@ -95,6 +95,14 @@ Response ExtenderService::filter(std::string_view body) {
     return badFilterRequest(status.reason());
   }
   ExtenderArgs& args = document.extenderArgs();
+  if (Status allowed = decisionsAllowed(); !allowed.isOk()) {
+    spdlog::info("filter {}: every node refused: {}", args.pod.key(), allowed.reason());
+    policy::FilterResult refused;
+    for (std::string_view node : args.candidates) refused.failed.push_back({node, allowed.reason()});
+    Response response;
+    encodeFilterResult(args, refused, "", response.body);
+    return response;
+  }
   policy::SnapshotPtr snapshot = mirror_.snapshot();
   args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
   snapshot = reserveGangIfFirst(mirror_, args.pod, std::move(snapshot));
@@ -126,6 +134,13 @@ Response ExtenderService::prioritize(std::string_view body) {
     return badRequest("prioritize", status.reason());
   }
   ExtenderArgs& args = document.extenderArgs();
+  if (!decisionsAllowed().isOk()) {
+    std::vector<policy::NodeScore> zeros;
+    for (std::string_view node : args.candidates) zeros.push_back({node, 0});
+    Response response;
+    encodeHostPriorityList(zeros, response.body);
+    return response;
+  }
   const policy::SnapshotPtr snapshot = mirror_.snapshot();
   args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
   const auto scores = policy::prioritize(*snapshot, args.pod, args.candidates, scorer_);
@@ -150,6 +165,12 @@ Response ExtenderService::preempt(std::string_view body) {
   PreemptionArgs args;
   if (auto status = decodePreemptionArgs(document.root(), args); !status.isOk()) {
     return badRequest("preempt", status.reason());
+  }
+  if (Status allowed = decisionsAllowed(); !allowed.isOk()) {
+    spdlog::info("preempt {}: no victims: {}", args.pod.key(), allowed.reason());
+    Response response;
+    encodePreemptionResult({}, response.body);
+    return response;
   }
   mirror_.notePending(args.pod);  // the preemptor is pending demand, as at /filter
   const policy::SnapshotPtr snapshot = mirror_.snapshot();
@@ -188,6 +209,11 @@ Response ExtenderService::bind(std::string_view body) {
   BindingArgs args;
   if (auto status = decodeBindingArgs(document.root(), args); !status.isOk()) {
     return badRequest("bind", status.reason());
+  }
+  if (Status allowed = decisionsAllowed(); !allowed.isOk()) {
+    spdlog::info("bind {}/{} to {} refused: {}", args.podNamespace, args.podName, args.node,
+                 allowed.reason());
+    return bindError(allowed.reason());
   }
   const std::string argsKey = args.podNamespace + "/" + args.podName;
   const std::string key = args.podUid.empty() ? argsKey : args.podUid;

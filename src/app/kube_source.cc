@@ -35,6 +35,12 @@ std::unique_ptr<k8s::LeaderElector> makeElector(const KubeSettings& settings,
   k8s::LeaderElectorOptions options;
   options.ns = ns;
   options.name = settings.leaseName;
+  if (!settings.followLeaseName.empty()) {
+    // kube-scheduler's identity is "HOSTNAME_uuid"; in one pod both share the hostname.
+    options.ns = settings.followLeaseNs;
+    options.name = settings.followLeaseName;
+    options.followHolderPrefix = k8s::hostName() + "_";
+  }
   options.leaseDuration = settings.leaseDuration;
   options.renewDeadline = settings.renewDeadline;
   options.retryPeriod = settings.retryPeriod;
@@ -73,7 +79,12 @@ KubeSource::KubeSource(const KubeSettings& settings, state::Mirror& mirror, Cloc
       labeler_(client_, clock_),
       nodeSink_(mirror),
       podSink_(mirror),
-      quotaWatcher_(std::make_unique<k8s::QuotaWatcher>(mirror, ns_, events_.get())) {
+      quotaWatcher_(std::make_unique<k8s::QuotaWatcher>(mirror, ns_, events_.get())),
+      requeuer_(client_, clock_, [&] {
+        k8s::RequeuerOptions options;
+        options.schedulerName = settings.schedulerName;
+        return options;
+      }()) {
   auto add = [&](std::string what, k8s::ReflectorOptions options, k8s::ReflectorSink& sink) {
     reflectors_.push_back(
         std::make_unique<k8s::Reflector>(client_, std::move(options), sink, clock_));
@@ -130,8 +141,21 @@ bool KubeSource::isLeader() const {
 }
 
 void KubeSource::tick() {
+  const policy::SnapshotPtr snapshot = mirror_.snapshot();
+  const bool complete = consistent().isOk();
+  if (complete && !announced_) {
+    announced_ = true;
+    std::size_t pods = snapshot->pending().size();
+    for (const auto& node : snapshot->nodes()) pods += node->pods().size();
+    spdlog::info("first lists complete: {} nodes, {} GPUs ({} free), {} pods using or wanting "
+                 "GPUs, {} queues; deciding from now on",
+                 snapshot->nodes().size(), formatGpus(snapshot->capacity()),
+                 formatGpus(snapshot->free()), pods, snapshot->queues().size());
+  }
+  const bool leader = isLeader();
+  requeuer_.tick(complete, leader, *snapshot);
   binder_.retryLabels();
-  labeler_.reconcile(*mirror_.snapshot(), isLeader());
+  labeler_.reconcile(*snapshot, leader);
 }
 
 Status KubeSource::ready() const {
@@ -143,6 +167,18 @@ Status KubeSource::ready() const {
     if (now - reflectors_[i]->lastHealthy() > settings_.staleAfter) {
       return Status::error("the watch of " + reflectorNames_[i] + " has been down for more than " +
                            std::to_string(settings_.staleAfter.count()) + "s");
+    }
+  }
+  return Status::ok();
+}
+
+Status KubeSource::consistent() const {
+  for (std::size_t i = 0; i < reflectors_.size(); ++i) {
+    if (!reflectors_[i]->synced()) {
+      return Status::error("waiting for the first list of " + reflectorNames_[i]);
+    }
+    if (!reflectors_[i]->consistent()) {
+      return Status::error("listing " + reflectorNames_[i] + " again after its watch expired");
     }
   }
   return Status::ok();

@@ -19,6 +19,7 @@
 #include "gpufair/k8s/leader.h"
 #include "gpufair/k8s/quota_watcher.h"
 #include "gpufair/k8s/reflector.h"
+#include "gpufair/k8s/requeuer.h"
 #include "gpufair/k8s/sinks.h"
 #include "gpufair/metrics/metrics.h"
 #include "gpufair/state/mirror.h"
@@ -31,10 +32,14 @@ struct KubeSettings {
   std::string ns;  // empty: the kubeconfig's / service account's namespace, else gpufair-system
   bool leaderElect = true;
   std::string leaseName = "gpufair";
+  // Set: follow kube-scheduler's Lease instead (k8s::LeaderElectorOptions::followHolderPrefix).
+  std::string followLeaseNs;
+  std::string followLeaseName;
   std::chrono::seconds leaseDuration{15};
   std::chrono::seconds renewDeadline{10};
   std::chrono::seconds retryPeriod{2};
   std::chrono::seconds staleAfter{60};  // not ready when a watch has been down longer than this
+  std::string schedulerName = "gpufair";  // the profile whose pods gpufair requeues when ready
 };
 
 class KubeSource final : public api::Binder, public api::DecisionObserver {
@@ -46,8 +51,13 @@ class KubeSource final : public api::Binder, public api::DecisionObserver {
 
   void start();  // reflector and leader-election threads
   void stop();   // stops them, releases the Lease, flushes Events
-  void tick();   // ~every second: retries label patches, removes stale over-quota labels
+  // ~every second: says what the first complete lists found, requeues the pods parked while gpufair
+  // could not decide (k8s::Requeuer), retries label patches, removes stale over-quota labels.
+  void tick();
   Status ready() const;
+  // Whether decisions may be made: ok once every first list (nodes, pods, quota ConfigMaps) is
+  // complete and no relist is under way; otherwise what it waits for. ExtenderService's gate.
+  Status consistent() const;
   // For /readyz: the quota config in force (a rejected change is reported here, with its errors)
   // and leader election.
   std::vector<api::HealthDetail> healthDetails() const;
@@ -89,6 +99,8 @@ class KubeSource final : public api::Binder, public api::DecisionObserver {
   std::vector<std::string> reflectorNames_;  // "nodes", "pods", "quota ConfigMaps"; for /readyz
   std::vector<std::string> resources_;       // "nodes", "pods", "configmaps"; for metrics
   std::vector<std::thread> threads_;
+  k8s::Requeuer requeuer_;
+  bool announced_ = false;  // the first complete view was logged; tick()'s thread only
   bool stopped_ = false;
 };
 

@@ -36,6 +36,15 @@ const std::vector<FlagSpec>& serveFlags() {
       {"context", "the kubeconfig context to use (default: its current context)", ""},
       {"leader-elect", "elect one writing replica through a Lease (true or false)", "true"},
       {"lease-name", "the leader-election Lease in gpufair's namespace", "gpufair"},
+      {"follow-scheduler-lease",
+       "NAMESPACE/NAME of kube-scheduler's leader-election Lease: lead exactly while the "
+       "kube-scheduler in this pod (same hostname) holds it, instead of electing through "
+       "--lease-name; use it whenever kube-scheduler and gpufair run in one pod with replicas > 1",
+       ""},
+      {"scheduler-name",
+       "the kube-scheduler profile (spec.schedulerName) whose pending pods gpufair asks "
+       "kube-scheduler to retry once it has a complete view",
+       "gpufair"},
       {"lease-duration", "leader election: how long a Lease is valid", "15s"},
       {"renew-deadline", "leader election: stop leading when not renewed for this long", "10s"},
       {"retry-period", "leader election: how often to try to acquire or renew", "2s"},
@@ -241,6 +250,18 @@ int runServe(const std::vector<std::string>& argv) {
     settings.context = args.get("context");
     settings.ns = args.get("namespace");
     settings.leaseName = args.get("lease-name");
+    settings.schedulerName = args.get("scheduler-name");
+    if (const std::string follow = args.get("follow-scheduler-lease"); !follow.empty()) {
+      const auto slash = follow.find('/');
+      if (slash == std::string::npos || slash == 0 || slash + 1 == follow.size() ||
+          follow.find('/', slash + 1) != std::string::npos) {
+        return fail("--follow-scheduler-lease must be NAMESPACE/NAME, e.g. "
+                    "gpufair-system/gpufair-scheduler",
+                    2);
+      }
+      settings.followLeaseNs = follow.substr(0, slash);
+      settings.followLeaseName = follow.substr(slash + 1);
+    }
     if (args.get("leader-elect") != "true" && args.get("leader-elect") != "false") {
       return fail("--leader-elect must be true or false", 2);
     }
@@ -273,6 +294,7 @@ int runServe(const std::vector<std::string>& argv) {
   if (kube) {
     service.setObserver(kube.get());
     service.setHealthDetails([&kube] { return kube->healthDetails(); });
+    service.setDecisionGate([&kube] { return kube->consistent(); });
   }
   // Metrics read the published snapshot at scrape time; requests and rejections are counted as
   // they happen; the reclaim loop reports evictions with reclaimEvicted().
@@ -329,9 +351,17 @@ int runServe(const std::vector<std::string>& argv) {
                                      ? "http://" + urlHost(args.get("metrics-listen")) + ":" +
                                            std::to_string(metricsServer->port()) + "/metrics"
                                      : "";
-  spdlog::info("{}: {} nodes, {} GPUs ({} free), {} queues, scorer {}, reclaim {}", source,
-               snap->nodes().size(), formatGpus(snap->capacity()), formatGpus(snap->free()),
-               snap->queues().size(), scorer->name(), reclaimModeName(*reclaimSettings));
+  if (kube) {
+    // Nothing is listed yet: say what gpufair waits for; KubeSource::tick() says what it found.
+    spdlog::info("{}: waiting for the first lists of nodes, pods and quota ConfigMaps (until "
+                 "then the webhooks refuse every node and kube-scheduler retries); scorer {}, "
+                 "reclaim {}",
+                 source, scorer->name(), reclaimModeName(*reclaimSettings));
+  } else {
+    spdlog::info("{}: {} nodes, {} GPUs ({} free), {} queues, scorer {}, reclaim {}", source,
+                 snap->nodes().size(), formatGpus(snap->capacity()), formatGpus(snap->free()),
+                 snap->queues().size(), scorer->name(), reclaimModeName(*reclaimSettings));
+  }
   spdlog::info("serving the extender webhooks on {}; metrics {}", url,
                metricsServer ? "on " + metricsUrl : "off");
   if (*logFormat == LogFormat::kText) {

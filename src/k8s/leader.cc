@@ -39,6 +39,11 @@ LeaderElector::LeaderElector(KubeClientPtr client, ClockPtr clock, LeaderElector
         "leader election needs leaseDuration > renewDeadline > retryPeriod > 0");
   }
   if (options_.identity.empty()) options_.identity = defaultIdentity();
+  if (!options_.followHolderPrefix.empty()) {
+    spdlog::info("leader election follows lease {}/{}: this replica leads while its holder "
+                 "starts with {}",
+                 options_.ns, options_.name, options_.followHolderPrefix);
+  }
 }
 
 LeaderElector::~LeaderElector() {
@@ -158,13 +163,28 @@ LeaderElector::Attempt LeaderElector::tryAcquireOrRenew(Timestamp now) {
   return Attempt::kFailed;
 }
 
+LeaderElector::Attempt LeaderElector::follow(Timestamp now) {
+  LeaseResult got = getLease(*client_, options_.ns, options_.name, requestTimeout(now));
+  if (got.kind == LeaseResult::Kind::kNotFound) return Attempt::kHeldByOther;  // nobody leads
+  if (got.kind != LeaseResult::Kind::kOk) {
+    spdlog::warn("{}", got.message);
+    return Attempt::kFailed;
+  }
+  observe(got.lease, now);
+  const Lease& lease = *observed_;
+  const bool expired = observedTime_ + std::chrono::seconds(lease.leaseDurationSeconds) <= now;
+  const bool ours = lease.holderIdentity.rfind(options_.followHolderPrefix, 0) == 0;
+  return ours && !expired ? Attempt::kHeld : Attempt::kHeldByOther;
+}
+
 bool LeaderElector::tick() {
   std::lock_guard op(opMu_);
   const Timestamp now = clock_->now();
   if (leading_.load() && !renewedWithin(now)) {
     loseLeadership("the lease was not renewed within the renew deadline");
   }
-  switch (tryAcquireOrRenew(now)) {
+  const bool following = !options_.followHolderPrefix.empty();
+  switch (following ? follow(now) : tryAcquireOrRenew(now)) {
     case Attempt::kHeld:
       if (leading_.load()) {
         lastRenew_.store(toNanos(now));
@@ -173,7 +193,9 @@ bool LeaderElector::tick() {
       }
       break;
     case Attempt::kHeldByOther:
-      loseLeadership("the lease is held by " + leader());
+      loseLeadership(leader().empty() ? std::string("the lease is held by nobody")
+                                      : "the lease is held by " + leader() +
+                                            (following ? " (or its record went stale)" : ""));
       break;
     case Attempt::kFailed:
       if (leading_.load() && !renewedWithin(now)) {
@@ -187,6 +209,7 @@ bool LeaderElector::tick() {
 Status LeaderElector::release() {
   std::lock_guard op(opMu_);
   loseLeadership("releasing the lease");
+  if (!options_.followHolderPrefix.empty()) return Status::ok();  // never ours to write
   if (!observed_ || observed_->holderIdentity != options_.identity) return Status::ok();
   const Timestamp now = clock_->now();
   Lease current = *observed_;

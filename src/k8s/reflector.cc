@@ -95,6 +95,7 @@ struct Reflector::State {
   std::atomic<bool> stopping{false};
   std::atomic<bool> running{false};
   std::atomic<bool> synced{false};
+  std::atomic<bool> relisting{false};  // a LIST after the first is needed or under way
   std::atomic<bool> streaming{false};  // a watch answered 2xx and is open
   std::mutex waitMu;
   std::condition_variable wake;
@@ -180,6 +181,7 @@ std::optional<std::string> Reflector::State::list() {
     stats.resourceVersion = page.resourceVersion;
   }
   sink.endList();
+  relisting = false;
   bool first = !synced.exchange(true);
   markHealthy();
   spdlog::log(first ? spdlog::level::info : spdlog::level::debug,
@@ -298,6 +300,7 @@ void Reflector::run() {
         case WatchEnd::kEnded:
           break;  // timeoutSeconds: watch again at once
         case WatchEnd::kGone:
+          s.relisting = true;  // before the count: whoever sees the 410 counted sees this too
           spdlog::info("reflector {}: resourceVersion {} is gone ({}); listing again",
                        s.options.name, rv, error);
           {
@@ -320,6 +323,7 @@ void Reflector::run() {
     } catch (const std::exception& e) {
       spdlog::error("reflector {}: {}; listing again", s.options.name, e.what());
       needList = true;
+      s.relisting = true;
       s.waitBackoff();
     }
   }
@@ -334,6 +338,10 @@ void Reflector::stop() {
 
 bool Reflector::synced() const {
   return state_->synced;
+}
+
+bool Reflector::consistent() const {
+  return state_->synced && !state_->relisting;
 }
 
 Timestamp Reflector::lastHealthy() const {

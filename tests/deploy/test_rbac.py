@@ -148,6 +148,10 @@ def deployment(objects):
 def gpufair_lease(objects):
     spec = deployment(objects)["spec"]["template"]["spec"]
     args = next(c for c in spec["containers"] if c["name"] == "gpufair")["args"]
+    # Following kube-scheduler's Lease, gpufair reads that one instead of electing through its own.
+    follows = [a.split("=", 1)[1] for a in args if a.startswith("--follow-scheduler-lease=")]
+    if follows:
+        return follows[0].split("/", 1)[1]
     leases = [a.split("=", 1)[1] for a in args if a.startswith("--lease-name=")]
     return leases[0] if leases else "gpufair"  # the flag's default
 

@@ -247,6 +247,25 @@ TEST_F(ReflectorTest, ErrorEventWhileWatchingRelists) {
   EXPECT_EQ(sink_.size(), 3u);
 }
 
+TEST_F(ReflectorTest, NotConsistentFromA410UntilTheRelistCompletes) {
+  startServer();
+  addPods(4);
+  startReflector();
+  ASSERT_TRUE(waitUntil([&] { return server_->activeWatches() == 1; }));
+  EXPECT_TRUE(reflector_->consistent());
+  // The relist fails for a while: the sink keeps the last list, which misses what changes now.
+  server_->addFault({"GET", "/api/v1/pods", "", 500, 1'000'000});
+  server_->expireWatches();
+  ASSERT_TRUE(waitUntil([&] { return reflector_->stats().gone == 1; }));
+  server_->remove("/api/v1/namespaces/ml/pods/pod-1");
+  EXPECT_TRUE(reflector_->synced());
+  EXPECT_FALSE(reflector_->consistent());
+  EXPECT_EQ(sink_.size(), 4u);
+  server_->clearFaults();
+  ASSERT_TRUE(waitUntil([&] { return reflector_->consistent(); }));
+  EXPECT_EQ(sink_.size(), 3u) << "consistent only once the new list reached the sink";
+}
+
 TEST_F(ReflectorTest, BookmarksAdvanceTheResourceVersion) {
   startServer();
   addPods(2);

@@ -86,6 +86,10 @@ class MakePod {
     pod_.overQuota = true;
     return label(policy::kOverQuotaLabel, "true");
   }
+  MakePod& scheduler(std::string name) {
+    pod_.schedulerName = std::move(name);
+    return *this;
+  }
   MakePod& terminating() {
     pod_.terminating = true;
     return *this;

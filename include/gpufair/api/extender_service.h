@@ -11,6 +11,11 @@
 //   GET  /debug/snapshot the current ClusterSnapshot as JSON (see debug_snapshot.h)
 //   GET  /debug/explain?pod=NS/NAME  why a pod waits or where it would go (see explain.h; 404 for
 //                        a pod gpufair does not know)
+// No decision on a partial view: until the decision gate (setDecisionGate) says ok, e.g. before
+// the first complete lists of nodes, pods and quota ConfigMaps or while a relist is under way,
+// /filter fails every node with "gpufair is starting: <why>" (FailedNodes: kube-scheduler keeps
+// the pod and retries it), /prioritize scores every node 0, /preempt proposes no victim and /bind
+// refuses. Without a gate (file mode) decisions are always allowed.
 // Bad input is a 400 with {"Error": "..."} (in the verb's result shape for /filter), unknown paths
 // 404, wrong methods 405. Decisions are logged at debug level, rejections at info.
 // Thread-safety: handle() may run on several threads at once; each thread reuses its own parser
@@ -63,6 +68,8 @@ class ExtenderService final : public RequestHandler {
   Response handle(const Request& request) override;
   // Optional; must outlive the service. Set before serving.
   void setObserver(DecisionObserver* observer) { observer_ = observer; }
+  // Optional: decisions wait until it says ok (see above). Set before serving.
+  void setDecisionGate(ReadinessCheck gate) { gate_ = std::move(gate); }
   // Optional: /readyz then also lists {"checks":[{"name","ok","message"}]}. Set before serving.
   void setHealthDetails(HealthDetails details) { details_ = std::move(details); }
   // Optional; must outlive the service. Set before serving. Hears of every request handle() ends.
@@ -80,11 +87,14 @@ class ExtenderService final : public RequestHandler {
  private:
   // Routes the request; sets *verb (when given) to the route's metric label.
   Response dispatch(const Request& request, std::string_view* verb);
+  // Ok, or why no decision can be made now ("gpufair is starting: ...").
+  Status decisionsAllowed() const;
 
   state::Mirror& mirror_;
   const policy::Scorer& scorer_;
   Binder& binder_;
   ReadinessCheck readiness_;
+  ReadinessCheck gate_;
   DecisionObserver* observer_ = nullptr;
   HealthDetails details_;
 

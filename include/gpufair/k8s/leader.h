@@ -13,6 +13,16 @@
 //     in a request), then onStoppedLeading runs;
 //   - release() (on SIGTERM) empties holderIdentity with leaseDurationSeconds 1, so that another
 //     replica takes over at its next retry rather than after a full lease duration.
+//
+// Follow mode (followHolderPrefix set): the elector never writes; it reads the Lease ns/name that
+// another component elects with (kube-scheduler's, whose identity is "HOSTNAME_uuid") and leads
+// exactly while that Lease is held by an identity starting with the prefix (this pod's hostname
+// + "_": the kube-scheduler beside it) and its record is fresh (changed within its
+// leaseDurationSeconds, on the local clock). So the replica whose kube-scheduler schedules, and
+// calls its own gpufair's webhooks, is the replica whose gpufair writes labels, Events and
+// evictions and holds GPUs for reclaim: the two cannot lead apart. A read that fails for
+// renewDeadline ends leadership as a failed renewal does.
+//
 // Thread-safety: run() on one thread; stop(), release(), isLeader(), leader() from any thread.
 // tick() and release() are serialised. Callbacks run on the thread of run() (or of release()) and
 // must not call tick() or release().
@@ -45,6 +55,8 @@ struct LeaderElectorOptions {
   std::function<void()> onStartedLeading;
   std::function<void()> onStoppedLeading;
   std::function<void(const std::string& holder)> onNewLeader;  // holder seen changing ("" none)
+  // Non-empty: follow mode (see above) on the Lease ns/name, e.g. hostname + "_".
+  std::string followHolderPrefix;
 };
 
 class LeaderElector {
@@ -79,6 +91,8 @@ class LeaderElector {
   // Reads the Lease and takes or renews it when allowed. True when we hold it afterwards.
   enum class Attempt { kHeld, kHeldByOther, kFailed };
   Attempt tryAcquireOrRenew(Timestamp now);
+  // Follow mode: reads the followed Lease; kHeld while its holder is ours and fresh.
+  Attempt follow(Timestamp now);
   // Writes our record over `current` (nullopt: create). True on success.
   bool write(const std::optional<Lease>& current, Timestamp now, bool& conflict);
   void observe(const Lease& lease, Timestamp now);

@@ -73,6 +73,10 @@ class Reflector {
   void run();
   void stop();
   bool synced() const;  // a first complete LIST has reached the sink
+  // Synced, and no relist under way: after a 410 (or an error that needs a new LIST) the sink
+  // still holds the last complete list, which misses what changed meanwhile, until the new LIST
+  // reaches it. Decisions wait for this (ExtenderService's decision gate).
+  bool consistent() const;
   // When the reflector last had a working stream (or finished a list); for readiness.
   Timestamp lastHealthy() const;
   ReflectorStats stats() const;
