@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "gpufair/common/clock.h"
+#include "gpufair/common/labels.h"
 #include "gpufair/common/quota.h"
 #include "gpufair/policy/fair_share.h"
 #include "gpufair/policy/filter.h"
@@ -490,15 +491,15 @@ const ReclaimBenchCluster& reclaimCluster(int nodes, int gpus) {
       const bool over = (pod.ns == "team-a" || pod.ns == "team-c") && percent(rng) < 40;
       if (g > 0 && over) {
         pod.overQuota = true;
-        pod.labels[policy::kOverQuotaLabel] = "true";
+        pod.labels[kOverQuotaLabel] = "true";
         if (pod.ns == "team-c" && !openGang.empty()) {  // the gang's second member
-          pod.labels[policy::kGangLabel] = openGang;
+          pod.labels[kGangLabel] = openGang;
           openGang.clear();
         } else if (pod.ns == "team-c" && percent(rng) < 5) {
           openGang = "gang-" + std::to_string(seq);
-          pod.labels[policy::kGangLabel] = openGang;
+          pod.labels[kGangLabel] = openGang;
         }
-        pod.annotations[policy::kGangSizeAnnotation] = "2";
+        pod.annotations[kGangSizeAnnotation] = "2";
         policy::applyGangLabels(pod);
       }
       pod.queue = policy::resolveQueue(quota, pod.ns, pod.labels);

@@ -9,7 +9,7 @@ namespace {
 
 using nlohmann::json;
 
-json podJson(const policy::Pod& pod) {
+json podJson(const policy::Pod& pod, bool assumed) {
   return json{{"namespace", pod.ns},
               {"name", pod.name},
               {"uid", pod.uid},
@@ -18,7 +18,7 @@ json podJson(const policy::Pod& pod) {
               {"gpus", detail::gpusJson(pod.gpus)},
               {"phase", policy::phaseName(pod.phase)},
               {"overQuota", pod.overQuota},
-              {"assumed", pod.assumed},
+              {"assumed", assumed},
               {"terminating", pod.terminating}};
 }
 
@@ -55,10 +55,12 @@ std::string renderSnapshotJson(const policy::ClusterSnapshot& snapshot) {
   json pods = json::array();
   for (const auto& node : snapshot.nodes()) {
     nodes.push_back(nodeJson(*node));
-    for (const auto& pod : node->pods()) pods.push_back(podJson(*pod));
+    for (const auto& pod : node->pods()) {
+      pods.push_back(podJson(*pod, snapshot.isProvisional(pod->uid)));
+    }
   }
   json pending = json::array();
-  for (const auto& pod : snapshot.pending()) pending.push_back(podJson(*pod));
+  for (const auto& pod : snapshot.pending()) pending.push_back(podJson(*pod, false));
   json queues = json::array();
   for (const auto& queue : snapshot.queues()) queues.push_back(queueJson(queue));
 

@@ -171,7 +171,7 @@ Result<std::string> renderExplainJson(const policy::ClusterSnapshot& snapshot,
   if (found.pending) {
     document = explainPending(snapshot, pod, scorer);
   } else {
-    const std::string state = pod.assumed ? "assumed" : "bound";
+    const std::string state = snapshot.isProvisional(pod.uid) ? "assumed" : "bound";
     document = json{{"state", state},
                     {"node", pod.nodeName},
                     {"feasibleNodes", 0},

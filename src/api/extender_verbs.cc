@@ -3,6 +3,7 @@
 
 #include "gpufair/api/extender_service.h"
 #include "gpufair/api/wire.h"
+#include "gpufair/common/labels.h"
 #include "gpufair/policy/filter.h"
 #include "gpufair/policy/preemption.h"
 
@@ -249,13 +250,13 @@ Response ExtenderService::bind(std::string_view body) {
     mirror_.confirm(key);
     const policy::PodPtr bound = mirror_.findPod(key);
     if (overQuota && bound != nullptr) {
-      const auto label = bound->labels.find(policy::kOverQuotaLabel);
+      const auto label = bound->labels.find(kOverQuotaLabel);
       if (!bound->overQuota || label == bound->labels.end() || label->second != "true") {
         // What the label patch does in a cluster: the borrowed pod shows as such, still bound.
         policy::Pod labelled = *bound;
         labelled.nodeName = args.node;
         labelled.overQuota = true;
-        labelled.labels[policy::kOverQuotaLabel] = "true";
+        labelled.labels[kOverQuotaLabel] = "true";
         mirror_.upsertPod(std::move(labelled));
       }
     }

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <limits>
 
+#include "gpufair/common/labels.h"
 #include "gpufair/policy/request.h"
 
 namespace gpufair::codec {
@@ -119,7 +120,7 @@ bool resourceList(object list, std::string_view where, Resources& out, std::stri
       }
       continue;
     }
-    if (name == policy::kGpuResource) {
+    if (name == kGpuResource) {
       if (q->isNegative()) {
         error = std::string(where) + "[\"nvidia.com/gpu\"]: must not be negative (got " +
                 q->text() + ")";
@@ -131,9 +132,9 @@ bool resourceList(object list, std::string_view where, Resources& out, std::stri
         return false;
       }
       out.gpus = q->milliValue();
-    } else if (name == policy::kGpuMilliResource) {
+    } else if (name == kGpuMilliResource) {
       if (q->isNegative() || !q->isInteger()) {
-        error = std::string(where) + "[\"" + policy::kGpuMilliResource +
+        error = std::string(where) + "[\"" + kGpuMilliResource +
                 "\"]: must be a whole number of milli-GPUs (got " + q->text() + ")";
         return false;
       }
@@ -245,16 +246,16 @@ std::string_view trim(std::string_view s) {
 // the gpu-milli annotation. Errors name the annotation or resource.
 Result<bool> gpuAnnotations(policy::Pod& pod, MilliGpu resourceMilli) {
   using R = Result<bool>;
-  const auto fraction = pod.annotations.find(policy::kGpuFractionAnnotation);
-  const auto milli = pod.annotations.find(policy::kGpuMilliAnnotation);
+  const auto fraction = pod.annotations.find(kGpuFractionAnnotation);
+  const auto milli = pod.annotations.find(kGpuMilliAnnotation);
   const bool hasFraction = fraction != pod.annotations.end();
   const bool hasMilli = milli != pod.annotations.end();
   if (hasFraction && hasMilli) {
-    return R::failure("annotations " + std::string(policy::kGpuFractionAnnotation) + " and " +
-                      policy::kGpuMilliAnnotation + " are both set; use one");
+    return R::failure("annotations " + std::string(kGpuFractionAnnotation) + " and " +
+                      kGpuMilliAnnotation + " are both set; use one");
   }
   if (resourceMilli > 0) {
-    const std::string name = std::string("resource ") + policy::kGpuMilliResource;
+    const std::string name = std::string("resource ") + kGpuMilliResource;
     if (pod.gpus > 0) {
       return R::failure(name + " asks for part of a GPU but the pod also requests " +
                         formatGpus(pod.gpus) + " nvidia.com/gpu; use one or the other");
@@ -266,8 +267,7 @@ Result<bool> gpuAnnotations(policy::Pod& pod, MilliGpu resourceMilli) {
     }
   }
   if (hasFraction || hasMilli) {
-    const std::string name =
-        hasFraction ? policy::kGpuFractionAnnotation : policy::kGpuMilliAnnotation;
+    const std::string name = hasFraction ? kGpuFractionAnnotation : kGpuMilliAnnotation;
     const std::string& text = hasFraction ? fraction->second : milli->second;
     if (pod.gpus > 0) {
       return R::failure("annotation " + name +
@@ -293,22 +293,21 @@ Result<bool> gpuAnnotations(policy::Pod& pod, MilliGpu resourceMilli) {
                         (hasFraction ? "0, 1]" : "0, 1000]") + ")");
     }
     if (resourceMilli > 0 && share != resourceMilli) {
-      return R::failure("annotation " + name + " (" + text + ") and resource " +
-                        policy::kGpuMilliResource + " (" + std::to_string(resourceMilli) +
-                        ") disagree; set one");
+      return R::failure("annotation " + name + " (" + text + ") and resource " + kGpuMilliResource +
+                        " (" + std::to_string(resourceMilli) + ") disagree; set one");
     }
     pod.setGpuShare(share);
   } else if (resourceMilli > 0) {
     pod.setGpuShare(resourceMilli);
   }
-  if (auto it = pod.annotations.find(policy::kGpuIndexAnnotation); it != pod.annotations.end()) {
+  if (auto it = pod.annotations.find(kGpuIndexAnnotation); it != pod.annotations.end()) {
     // Written by gpufair's binder; anything unreadable means "unknown" (the node places it).
     const std::string_view t = trim(it->second);
     int v = -1;
     const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
     pod.gpuIndex = (ec == std::errc() && end == t.data() + t.size() && v >= 0) ? v : -1;
   }
-  if (auto it = pod.annotations.find(policy::kGpuModelsAnnotation); it != pod.annotations.end()) {
+  if (auto it = pod.annotations.find(kGpuModelsAnnotation); it != pod.annotations.end()) {
     std::string_view rest = it->second;
     while (!rest.empty()) {
       const auto bar = rest.find('|');
@@ -358,7 +357,7 @@ Result<policy::Pod> decodePod(element root) {
   if (out.ns.empty()) out.ns = "default";
   out.terminating = deleted.has_value();
   const std::string what = "pod " + out.key();
-  if (auto it = out.labels.find(policy::kOverQuotaLabel); it != out.labels.end()) {
+  if (auto it = out.labels.find(kOverQuotaLabel); it != out.labels.end()) {
     out.overQuota = it->second == "true";
   }
 
@@ -401,7 +400,7 @@ Result<policy::Pod> decodePod(element root) {
           if (__builtin_add_overflow(total, (c.*member).request, &total)) {
             const char* name = member == &ContainerResources::gpus       ? "nvidia.com/gpu"
                                : member == &ContainerResources::cpu      ? "cpu"
-                               : member == &ContainerResources::gpuMilli ? policy::kGpuMilliResource
+                               : member == &ContainerResources::gpuMilli ? kGpuMilliResource
                                                                          : "memory";
             return fail<policy::Pod>(
                 what, std::string(name) + " requests add up to more than " +
@@ -466,7 +465,7 @@ Result<policy::Node> decodeNode(element root) {
   }
   if (out.name.empty()) return R::failure("node has no metadata.name");
   out.deleting = deleted.has_value();
-  if (auto it = out.labels.find(policy::kGpuProductLabel); it != out.labels.end()) {
+  if (auto it = out.labels.find(kGpuProductLabel); it != out.labels.end()) {
     out.gpuModel = it->second;
   }
   const std::string what = "node " + out.name;

@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "gpufair/common/labels.h"
 #include "gpufair/k8s/api.h"
 
 #include "api_support.h"
@@ -28,8 +29,7 @@ Status KubeBinder::bind(const policy::Pod& pod, std::string_view node, bool over
     // Before the Binding: once bound, the kubelet may start the pod, and a sharing-capable device
     // plugin or runtime reads the GPU it was given from this annotation.
     Status annotated = patchPodAnnotations(*client_, pod.ns, pod.name,
-                                           {{policy::kGpuIndexAnnotation,
-                                             std::to_string(pod.gpuIndex)}},
+                                           {{kGpuIndexAnnotation, std::to_string(pod.gpuIndex)}},
                                            preconditionUid(pod), options_.requestTimeout);
     if (!annotated.isOk()) {
       spdlog::warn("{}", annotated.reason());
@@ -56,9 +56,9 @@ Status KubeBinder::bind(const policy::Pod& pod, std::string_view node, bool over
 
 bool KubeBinder::label(const PendingLabel& pod, bool& drop) {
   ApiError error;
-  Status status = detail::patchPodLabelsDetailed(*client_, pod.ns, pod.name,
-                                                 {{policy::kOverQuotaLabel, "true"}}, {}, pod.uid,
-                                                 options_.requestTimeout, &error);
+  Status status =
+      detail::patchPodLabelsDetailed(*client_, pod.ns, pod.name, {{kOverQuotaLabel, "true"}}, {},
+                                     pod.uid, options_.requestTimeout, &error);
   if (status.isOk()) return true;
   drop = error.httpStatus == 404 || error.httpStatus == 409;
   {
@@ -82,13 +82,13 @@ std::size_t KubeBinder::retryLabels() {
     if (label(pod, drop)) {
       ++done;
       spdlog::info("labelled {}/{} {}=true after {} failed attempts", pod.ns, pod.name,
-                   policy::kOverQuotaLabel, pod.attempts);
+                   kOverQuotaLabel, pod.attempts);
       continue;
     }
     if (drop) continue;
     if (++pod.attempts >= options_.maxLabelAttempts) {
       spdlog::error("giving up labelling {}/{} {}=true after {} attempts", pod.ns, pod.name,
-                    policy::kOverQuotaLabel, pod.attempts);
+                    kOverQuotaLabel, pod.attempts);
       continue;
     }
     again.push_back(std::move(pod));
@@ -116,7 +116,7 @@ OverQuotaLabeler::OverQuotaLabeler(KubeClientPtr client, ClockPtr clock,
 namespace {
 
 bool labelledOverQuota(const policy::Pod& pod) {
-  auto it = pod.labels.find(policy::kOverQuotaLabel);
+  auto it = pod.labels.find(kOverQuotaLabel);
   return it != pod.labels.end() && it->second == "true";
 }
 
@@ -148,7 +148,7 @@ std::size_t OverQuotaLabeler::reconcile(const policy::ClusterSnapshot& snapshot,
       const bool borrowed = pod->overQuota || labelledOverQuota(*pod);
       if (!borrowed) {
         queue.kept += pod->gpus;
-      } else if (!pod->assumed && labelledOverQuota(*pod)) {
+      } else if (!snapshot.isProvisional(pod->uid) && labelledOverQuota(*pod)) {
         queue.borrowed.push_back(pod);
       }
     }
@@ -167,13 +167,13 @@ std::size_t OverQuotaLabeler::reconcile(const policy::ClusterSnapshot& snapshot,
       pods.kept += pod->gpus;  // within deserved now, whether or not the patch lands at once
       if (attempted_.count(pod->uid) != 0) continue;
       attempted_[pod->uid] = now;
-      Status status = patchPodLabels(*client_, pod->ns, pod->name, {}, {policy::kOverQuotaLabel},
-                                     pod->uid, options_.requestTimeout);
+      Status status = patchPodLabels(*client_, pod->ns, pod->name, {}, {kOverQuotaLabel}, pod->uid,
+                                     options_.requestTimeout);
       if (status.isOk()) {
         ++removed_;
         ++removedNow;
         spdlog::info("{} is within the deserved quota of queue {} again: removed {}", pod->key(),
-                     name, policy::kOverQuotaLabel);
+                     name, kOverQuotaLabel);
       } else {
         ++failures_;
         spdlog::warn("{}", status.reason());

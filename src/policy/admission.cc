@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "gpufair/common/labels.h"
 #include "gpufair/policy/fair_share.h"
 
 namespace gpufair::policy {

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "gpufair/common/labels.h"
+
 namespace gpufair::policy {
 
 const char* phaseName(PodPhase phase) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "gpufair/common/labels.h"
 #include "gpufair/policy/fair_share.h"
 #include "gpufair/policy/fragmentation.h"
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <unordered_set>
 
+#include "gpufair/common/labels.h"
 #include "gpufair/config/cluster_file.h"
 
 namespace gpufair::sim {
@@ -37,7 +38,7 @@ policy::Node toNode(const NodeRow& row) {
   n.name = row.name;
   n.allocatable = static_cast<MilliGpu>(row.gpus) * kMilliPerGpu;
   n.gpuModel = row.model;
-  if (!row.model.empty()) n.labels[policy::kGpuProductLabel] = row.model;
+  if (!row.model.empty()) n.labels[kGpuProductLabel] = row.model;
   n.cpuMilli = row.cpuMilli;
   n.memoryBytes = row.memoryMib * kBytesPerMib;
   return n;

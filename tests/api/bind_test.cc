@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "gpufair/api/extender_service.h"
+#include "gpufair/common/labels.h"
 
 #include "test_support.h"
 
@@ -73,7 +74,7 @@ TEST_F(BindTest, BindsAnOfferedPodAndConfirmsItInFileMode) {
   const policy::PodPtr pod = cluster.mirror.findPod("uid-1");
   ASSERT_NE(pod, nullptr);
   EXPECT_EQ(pod->nodeName, "gpu-node-1");
-  EXPECT_FALSE(pod->assumed);
+  EXPECT_FALSE(cluster.mirror.isAssumed("uid-1"));
   EXPECT_FALSE(pod->overQuota);
   EXPECT_EQ(cluster.mirror.snapshot()->findNode("gpu-node-1")->used(), 4 * kMilliPerGpu);
 }
@@ -93,9 +94,9 @@ TEST_F(BindTest, BorrowedPodIsLabelledOverQuotaAndStaysBound) {
   const policy::PodPtr pod = cluster.mirror.findPod("uid-extra");
   ASSERT_NE(pod, nullptr);
   EXPECT_TRUE(pod->overQuota);
-  EXPECT_EQ(pod->labels.at(policy::kOverQuotaLabel), "true");
+  EXPECT_EQ(pod->labels.at(kOverQuotaLabel), "true");
   EXPECT_EQ(pod->nodeName, "gpu-node-1");
-  EXPECT_FALSE(pod->assumed);
+  EXPECT_FALSE(cluster.mirror.isAssumed("uid-extra"));
 
   const json snapshot = parseJson(service.handle({"GET", "/debug/snapshot", ""}).body);
   bool found = false;
@@ -154,7 +155,7 @@ TEST_F(BindTest, BinderFailureForgetsTheAssumption) {
   ASSERT_EQ(binder.calls.size(), 1u);
   const policy::PodPtr pod = cluster.mirror.findPod("uid-1");
   EXPECT_TRUE(pod->nodeName.empty());
-  EXPECT_FALSE(pod->assumed);
+  EXPECT_FALSE(cluster.mirror.isAssumed("uid-1"));
   EXPECT_EQ(cluster.mirror.snapshot()->findNode("gpu-node-1")->used(), 0);
 }
 
@@ -170,7 +171,7 @@ TEST_F(BindTest, ClusterBinderLeavesThePodAssumedForTheWatchToConfirm) {
   EXPECT_EQ(binder.calls[0].pod, "team-a/train-1");
   EXPECT_EQ(binder.calls[0].node, "gpu-node-1");
   const policy::PodPtr pod = cluster.mirror.findPod("uid-1");
-  EXPECT_TRUE(pod->assumed);
+  EXPECT_TRUE(cluster.mirror.isAssumed("uid-1"));
   EXPECT_EQ(pod->nodeName, "gpu-node-1");
 }
 

@@ -120,7 +120,7 @@ TEST_F(KubeSourceTest, ServesFromTheApiServerAndBindsThere) {
   ASSERT_TRUE(k8s::fake::waitUntil(
       [&] {
         auto p = mirror.findPod("uid-train");
-        return p != nullptr && !p->assumed && p->nodeName == "n1";
+        return p != nullptr && !mirror.isAssumed("uid-train") && p->nodeName == "n1";
       },
       10s));
   EXPECT_EQ(mirror.snapshot()->findNode("n1")->used(), 4000);

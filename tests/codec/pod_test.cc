@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "gpufair/codec/objects.h"
+#include "gpufair/common/labels.h"
 
 #include "codec_testing.h"
 
@@ -44,14 +45,13 @@ TEST(DecodePod, FullApiServerPod) {
   EXPECT_EQ(pod.phase, PodPhase::kRunning);
   EXPECT_FALSE(pod.terminating);
   EXPECT_TRUE(pod.overQuota);
-  EXPECT_FALSE(pod.assumed);
   EXPECT_TRUE(pod.holdsGpus());
   ASSERT_TRUE(pod.created.has_value());
   EXPECT_EQ(*pod.created, utc(2026, 11, 22, 9, 58, 12));
   ASSERT_TRUE(pod.started.has_value());
   EXPECT_EQ(*pod.started, utc(2026, 11, 22, 10, 0, 0));
   EXPECT_EQ(pod.labels.size(), 4u);
-  EXPECT_EQ(pod.labels.at(policy::kQueueLabel), "team-a");
+  EXPECT_EQ(pod.labels.at(kQueueLabel), "team-a");
   EXPECT_EQ(pod.annotations.size(), 2u);
   EXPECT_EQ(pod.annotations.at("kubectl.kubernetes.io/default-container"), "trainer");
   EXPECT_EQ(pod.queue, "");  // resolved later, by the mirror

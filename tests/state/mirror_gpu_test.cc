@@ -32,7 +32,7 @@ TEST_F(MirrorGpuTest, AssumeGivesAFractionalPodTheBestFitGpu) {
   EXPECT_EQ(r->gpuIndex, 2);  // GPU 2 has exactly 0.5 left; GPU 3 has 0.75, 0 and 1 are whole
   auto pod = mirror_.findPod("uid-a-p");
   EXPECT_EQ(pod->gpuIndex, 2);
-  EXPECT_EQ(pod->annotations.at(policy::kGpuIndexAnnotation), "2");
+  EXPECT_EQ(pod->annotations.at(kGpuIndexAnnotation), "2");
   EXPECT_EQ(mirror_.snapshot()->findNode("n1")->gpuUsed(2), 1000);
   // Asking again (a retried bind) returns the same placement.
   EXPECT_EQ(mirror_.assume("uid-a-p", "n1")->gpuIndex, 2);
@@ -43,7 +43,7 @@ TEST_F(MirrorGpuTest, WholeGpuPodsHaveNoIndex) {
   auto r = mirror_.assume("uid-a-p", "n1");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->gpuIndex, -1);
-  EXPECT_EQ(mirror_.findPod("uid-a-p")->annotations.count(policy::kGpuIndexAnnotation), 0u);
+  EXPECT_EQ(mirror_.findPod("uid-a-p")->annotations.count(kGpuIndexAnnotation), 0u);
 }
 
 // Always picks the highest GPU with room.
@@ -87,7 +87,7 @@ TEST_F(MirrorGpuTest, WatchKeepsTheIndexUntilTheAnnotationArrivesForgetDropsIt) 
   mirror_.forget("uid-a-q");
   auto q = mirror_.findPod("uid-a-q");
   EXPECT_EQ(q->gpuIndex, -1);
-  EXPECT_EQ(q->annotations.count(policy::kGpuIndexAnnotation), 0u);
+  EXPECT_EQ(q->annotations.count(kGpuIndexAnnotation), 0u);
   EXPECT_EQ(mirror_.snapshot()->findNode("n1")->gpuUsed(1), 0);
 }
 

@@ -69,11 +69,11 @@ TEST_F(MirrorTest, OfferedPodsArePendingDemandThenAssumedThenConfirmed) {
   snap = mirror_.snapshot();
   EXPECT_TRUE(snap->pending().empty());
   EXPECT_EQ(snap->findNode("n1")->used(), testing::gpus(2));
-  EXPECT_TRUE(mirror_.findPod("uid-team-a-p")->assumed);
+  EXPECT_TRUE(mirror_.isAssumed("uid-team-a-p"));
 
   // The watch shows the pod bound where we put it: confirmed.
   mirror_.upsertPod(MakePod("team-a", "p").gpus(2).on("n1"));
-  EXPECT_FALSE(mirror_.findPod("uid-team-a-p")->assumed);
+  EXPECT_FALSE(mirror_.isAssumed("uid-team-a-p"));
   clock_->advance(1h);
   EXPECT_EQ(mirror_.expire(), 0u);
   EXPECT_EQ(usedOn("n1"), testing::gpus(2));
@@ -84,7 +84,7 @@ TEST_F(MirrorTest, WatchLagDoesNotUndoAnAssumption) {
   ASSERT_TRUE(mirror_.assume("uid-team-a-p", "n1").ok());
   mirror_.upsertPod(MakePod("team-a", "p").gpus(2));  // an older, unbound version arrives
   EXPECT_EQ(usedOn("n1"), testing::gpus(2));
-  EXPECT_TRUE(mirror_.findPod("uid-team-a-p")->assumed);
+  EXPECT_TRUE(mirror_.isAssumed("uid-team-a-p"));
 }
 
 TEST_F(MirrorTest, UnconfirmedAssumptionsExpire) {
@@ -148,7 +148,7 @@ TEST_F(MirrorTest, BorrowedPlacementIsLabelledOverQuota) {
   EXPECT_TRUE(r->overQuota);
   auto pod = mirror_.findPod("uid-team-a-extra");
   EXPECT_TRUE(pod->overQuota);
-  EXPECT_EQ(pod->labels.at(policy::kOverQuotaLabel), "true");
+  EXPECT_EQ(pod->labels.at(kOverQuotaLabel), "true");
   EXPECT_EQ(mirror_.snapshot()->findQueue("team-a")->overQuota, testing::gpus(1));
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpufair/common/clock.h"
+#include "gpufair/common/labels.h"
 #include "gpufair/common/quota.h"
 #include "gpufair/policy/model.h"
 
@@ -74,17 +75,17 @@ class MakePod {
     pod_.labels[std::move(k)] = std::move(v);
     return *this;
   }
-  MakePod& queue(std::string q) { return label(policy::kQueueLabel, std::move(q)); }
+  MakePod& queue(std::string q) { return label(kQueueLabel, std::move(q)); }
   // A member of gang `name` of `size` pods (label and annotation, as the codec reads them).
   MakePod& gang(std::string name, int size) {
-    label(policy::kGangLabel, std::move(name));
-    annotation(policy::kGangSizeAnnotation, std::to_string(size));
+    label(kGangLabel, std::move(name));
+    annotation(kGangSizeAnnotation, std::to_string(size));
     policy::applyGangLabels(pod_);
     return *this;
   }
   MakePod& overQuota() {
     pod_.overQuota = true;
-    return label(policy::kOverQuotaLabel, "true");
+    return label(kOverQuotaLabel, "true");
   }
   MakePod& scheduler(std::string name) {
     pod_.schedulerName = std::move(name);

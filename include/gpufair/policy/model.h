@@ -1,5 +1,7 @@
 // The engine's view of Kubernetes objects: only what scheduling GPUs needs. Adapters (codec, k8s,
-// config) fill these from API objects; the engine reads them and never sees JSON or YAML.
+// config) fill these from API objects; the engine reads them and never sees JSON or YAML. The wire
+// names (labels, annotations) are in common/labels.h; what the mirror knows about a pod's life
+// cycle (assumed at bind, confirmed by the watch) is state's (state/pod_cache.h), not the model's.
 // Thread-safety: value types. Shared as std::shared_ptr<const T> once published in a snapshot.
 #pragma once
 
@@ -14,29 +16,6 @@
 #include "gpufair/common/quantity.h"
 
 namespace gpufair::policy {
-
-inline constexpr const char* kGpuResource = "nvidia.com/gpu";
-inline constexpr const char* kQueueLabel = "gpufair.io/queue";
-inline constexpr const char* kOverQuotaLabel = "gpufair.io/over-quota";
-// Fractional GPUs: a pod without an nvidia.com/gpu request asks for part of one GPU with exactly
-// one of these annotations: gpu-fraction "0.5" (of one GPU, in (0, 1]) or gpu-milli "500" (in
-// (0, 1000]). The physical GPU a fractional pod was given is the annotation gpu-index ("0", "1",
-// ...), written by the binder from AssumeOutcome::gpuIndex.
-inline constexpr const char* kGpuFractionAnnotation = "gpufair.io/gpu-fraction";
-inline constexpr const char* kGpuMilliAnnotation = "gpufair.io/gpu-milli";
-// The same request as an extended resource (resources.limits or requests, "500"), which is how a
-// fractional pod reaches gpufair when the scheduler's extender config lists it in managedResources
-// (with ignoredByScheduler: true; the kubelet ignores extended resources its node does not have).
-inline constexpr const char* kGpuMilliResource = "gpufair.io/gpu-milli";
-inline constexpr const char* kGpuIndexAnnotation = "gpufair.io/gpu-index";
-// Allowed GPU models of a pod: "V100M16|V100M32" (absent or empty: any model).
-inline constexpr const char* kGpuModelsAnnotation = "gpufair.io/gpu-models";
-// A node's GPU model, as NVIDIA's GPU feature discovery labels it.
-inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
-// Gangs (all or nothing): pods of one namespace labelled gpufair.io/gang=NAME are one job of
-// gpufair.io/gang-size members (annotation, "N" >= 1).
-inline constexpr const char* kGangLabel = "gpufair.io/gang";
-inline constexpr const char* kGangSizeAnnotation = "gpufair.io/gang-size";
 
 enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
 const char* phaseName(PodPhase phase);
@@ -68,7 +47,6 @@ struct Pod {
   PodPhase phase = PodPhase::kPending;
   bool terminating = false;  // metadata.deletionTimestamp set
   bool overQuota = false;    // borrowed: label gpufair.io/over-quota=true
-  bool assumed = false;      // placed by gpufair's bind, not yet confirmed by the API server
   std::optional<Timestamp> created;
   std::optional<Timestamp> started;  // status.startTime
   Labels labels;

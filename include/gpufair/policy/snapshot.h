@@ -4,7 +4,9 @@
 // Thread-safety: immutable after construction; share as std::shared_ptr<const ClusterSnapshot>.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -37,6 +39,10 @@ struct SnapshotOptions {
   WorkloadPtr workload;
   // Seed for strategies that choose pseudo-randomly (the engine never reads global randomness).
   std::uint64_t seed = 0;
+  // Uids of pods placed provisionally, sorted: the state layer placed them at bind and the API
+  // server has not confirmed it yet. The engine counts them like any placed pod; only reports
+  // and label upkeep tell them apart. Null: none.
+  std::shared_ptr<const std::vector<std::string>> provisional{};
 };
 
 // GPUs one queue holds on one node.
@@ -217,6 +223,11 @@ class ClusterSnapshot {
   const FitOptions& fitOptions() const { return options_.fit; }
   const WorkloadPtr& workload() const { return options_.workload; }  // may be null
   std::uint64_t seed() const { return options_.seed; }
+  // Whether the pod with this uid is placed provisionally (SnapshotOptions::provisional).
+  bool isProvisional(std::string_view uid) const {
+    const auto& uids = options_.provisional;
+    return uids != nullptr && std::binary_search(uids->begin(), uids->end(), uid, std::less<>{});
+  }
   // The largest allocatable of any node taking new pods (normalizes bestfit and dotprod).
   MilliGpu maxNodeGpus() const { return maxNodeGpus_; }
   std::int64_t maxNodeCpu() const { return maxNodeCpu_; }

@@ -1,61 +1,31 @@
 // Mirror: gpufair's in-memory copy of the cluster (nodes, pods, quota config), fed by a cluster
-// file or by list/watch, and the source of the immutable snapshots the engine reads.
+// file or by list/watch, and the source of the immutable snapshots the engine reads. It composes
+// three parts, as kube-scheduler splits its cache, snapshot and reserve:
+//   - PodCache (pod_cache.h): pods and their life cycle, Pending -> Assumed -> Bound, with one
+//     reset path back to Pending (forget, assumeTtl);
+//   - ReservationBook (reservation_book.h): GPUs held for a pod or a gang, taken by the holder's
+//     pods at bind, given back when they go;
+//   - SnapshotBuilder (snapshot_builder.h): the node table, dirty sets and generations; rebuilds
+//     only changed nodes and shares the rest with the previous snapshot.
+// Each write keeps the three in step under one mutex (a pod placed takes its reservations, a pod
+// gone gives them back; see the parts' headers for their life cycles).
 //
-// Pod life cycle (as kube-scheduler's cache has it):
+// Bind (assume) and gang planning (reserveGang) decide with policy (fit, admission, GPU choice,
+// planGang) on a snapshot outside the mutex, then commit under it only if that snapshot is still
+// current (nothing changed meanwhile); otherwise they decide again on a fresh one. After a few
+// such conflicts the last attempt holds the mutex throughout, so a busy watch cannot starve a
+// bind. Either way the outcome is the one a decision on the state at commit time gives.
 //
-//   Initial --notePending--> Pending --assume--> Assumed --upsertPod(bound)--> Bound --deletePod-->
-//   gone
-//      |                        ^                   |                             |
-//      +------upsertPod---------+<----forget--------+  (bind failed, TTL passed)  +--
-//      Succeeded/Failed:
-//                                                                                    holds no GPUs
-//   Pending:  kube-scheduler offered the pod to /filter or /prioritize (or a watch showed it
-//   unbound);
-//             its request counts as its queue's pending demand. Forgotten after pendingTtl unseen.
-//   Assumed:  /bind placed it; its GPUs are held on the node at once. A watch event showing it
-//   bound
-//             to the same node confirms it; confirm() does so directly (file mode). Unconfirmed
-//             after assumeTtl, or forget(): back to Pending, GPUs freed.
-//   Bound:    spec.nodeName is set; holds GPUs until Succeeded, Failed or deleted.
-//
-// Reservation life cycle (whole GPUs on one node kept for one holder: a pod uid, or
-// "gang:<ns>/<name>" for a gang; see policy/reservation.h):
-//
-//   reserve(r, ttl) --> Held --holder pod assumed/bound on the node--> Taken --confirmed--> gone
-//                        |  ^                                            |
-//                        |  +--------- taker forgotten, deleted, finished +
-//                        +--ttl passed (expire), releaseReservation(holder), gang complete--> gone
-//
-//   Held:   the reserved GPUs are unavailable to every pod but the holder (policy fit).
-//   Taken:  a holder pod assumed on the node takes what it needs of the reservation (a pod
-//           holder: all of it; a gang member: its own request, in whole GPUs); the rest stays
-//           held. A pod holder placed on any node no longer needs its reservations elsewhere:
-//           those are released. A taker that goes away before the reservation is gone gives its
-//           share back. A reservation fully taken by confirmed (bound) pods is dropped.
-//   Gangs:  reserveGang() (or assume() of a member of an incomplete gang holding nothing) plans
-//           and reserves for every member still to place at once, with gangTimeout as ttl; a
-//           member is assumed only into its gang's reservation. When all gpufair.io/gang-size
-//           members are bound (none still only assumed), or the ttl passes, every reservation of
-//           the gang is released; a gang still incomplete is planned again when next offered.
-// Reservation GPUs are rounded up to whole GPUs. Changes mark the node dirty, so the next
-// snapshot shows them on NodeState::reservations.
-//
-// Snapshots: every change marks the affected nodes dirty; snapshot() rebuilds only dirty NodeStates
-// and shares the rest with the previous snapshot. Readers hold a shared_ptr and never block
-// writers.
-//
-// Thread-safety: all methods are thread-safe. Lock order: mu_ only (no callbacks run under it).
+// Thread-safety: all methods are thread-safe. Lock order: mu_ only; no callbacks run under it and
+// no policy decision either, but for that last attempt (the scorer's chooseGpu then runs under it).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "gpufair/common/clock.h"
@@ -65,8 +35,15 @@
 #include "gpufair/policy/fragmentation.h"
 #include "gpufair/policy/scorer.h"
 #include "gpufair/policy/snapshot.h"
+#include "gpufair/state/pod_cache.h"
+#include "gpufair/state/reservation_book.h"
+#include "gpufair/state/snapshot_builder.h"
 
 namespace gpufair::state {
+namespace detail {
+struct BindInputs;  // bind_decision.h
+struct GangView;
+}  // namespace detail
 
 struct MirrorOptions {
   std::chrono::seconds assumeTtl{30};
@@ -125,6 +102,9 @@ class Mirror {
 
   // The pod with this UID, in whatever state, or nullptr.
   policy::PodPtr findPod(std::string_view uid) const;
+  // Whether the pod with this UID is assumed: placed by assume(), not yet confirmed. Snapshots
+  // say the same with ClusterSnapshot::isProvisional.
+  bool isAssumed(std::string_view uid) const;
 
   // /bind: checks on the current state that the pod still fits on `node` and that its queue admits
   // it, then holds its GPUs there (Assumed). A gang member binds only into its gang's reservation
@@ -149,7 +129,7 @@ class Mirror {
   std::size_t expire();
 
   // Reserves r.gpus (rounded up to whole GPUs) on r.node for r.holder, until the holder takes
-  // them or ttl passes (see the life cycle above). A second reservation for the same holder and
+  // them or ttl passes (see reservation_book.h). A second reservation for the same holder and
   // node replaces the first (what its holder pods already took stays taken).
   void reserve(policy::Reservation r, std::chrono::seconds ttl);
   // Drops every reservation of this holder.
@@ -167,78 +147,26 @@ class Mirror {
   policy::SnapshotPtr snapshot() const;
 
  private:
-  struct Entry {
-    policy::PodPtr pod;    // replaced, never mutated: published snapshots share it
-    Timestamp seen{};      // pending: last offered; assumed: when assumed
-    bool fromApi = false;  // known from the API server or the cluster file, not only offered
-  };
-
-  // Replaces (or inserts) the entry for pod->uid, keeping node indexes and dirty marks right.
-  void storeLocked(policy::PodPtr pod, Timestamp seen, bool fromApi);
-  void removeLocked(const std::string& uid);
+  Result<AssumeOutcome> assumeWith(std::string_view uid, std::string_view node,
+                                   const policy::Scorer* scorer);
+  // Read under mu_ with the snapshot they go with.
+  detail::BindInputs bindInputsLocked(std::string_view uid) const;
+  detail::GangView gangViewLocked(const std::string& gangKey) const;
+  // The stored pod placed: it takes its reservations, which then settle.
+  void commitAssumeLocked(policy::PodPtr placed);
+  // A pod the API server has, stored; what it affects follows (workload, reservations).
   void upsertPodLocked(policy::Pod pod, Timestamp now);
-  void markLocked(const policy::Pod& pod);  // marks what a change of this pod affects
-  policy::SnapshotPtr rebuildLocked() const;
-  Result<AssumeOutcome> assumeLocked(std::string_view uid, std::string_view node,
-                                     const policy::Scorer* scorer);
-  void observeLocked(const policy::Pod& pod);  // learns the workload from a newly pending pod
-  // Reservations (mirror_reservations.cc).
-  struct ReservationEntry {
-    policy::Reservation r;  // gpus: as reserved
-    Timestamp expires{};
-    std::map<std::string, MilliGpu> taken;  // holder pods placed on r.node: uid -> GPUs taken
-    MilliGpu remaining() const;
-  };
-  using ReservationKey = std::pair<std::string, std::string>;  // holder, node
-  // A pod was placed (assumed or bound) on its node: it takes from its reservations.
-  void takeReservationsLocked(const policy::Pod& pod);
-  // Gives back shares of takers no longer placed on the node, drops fully taken reservations
-  // whose takers are all bound, and releases the reservations of complete gangs.
-  void settleReservationsLocked();
-  std::size_t expireReservationsLocked(Timestamp now);
-  void eraseReservationLocked(std::map<ReservationKey, ReservationEntry>::iterator it);
-  // Every reservation to publish, by node.
-  std::unordered_map<std::string, std::vector<policy::Reservation>> reservationsByNodeLocked()
-      const;
-  struct GangCount {
-    int size = 0;     // the largest gpufair.io/gang-size of its members
-    int placed = 0;   // members holding GPUs, not terminating
-    int assumed = 0;  // of placed, not yet confirmed
-  };
-  GangCount gangCountLocked(const std::string& gangKey) const;
-  // reserveGang on a pod whose queue and gang are resolved.
-  Result<GangReservation> reserveGangLocked(const policy::Pod& pod);
-  // /bind's gang rule: a member binds only into room reserved for its gang (reserved here first if
-  // the gang holds none and is incomplete). Empty when the pod may go on.
-  std::string gangRefusalLocked(const policy::Pod& pod, std::string_view node);
+  policy::SnapshotPtr snapshotLocked() const;
 
   ClockPtr clock_;
   MirrorOptions options_;
 
   mutable std::mutex mu_;
-  QuotaConfig quota_;                                    // GUARDED_BY(mu_)
-  std::unordered_map<std::string, policy::Node> nodes_;  // GUARDED_BY(mu_)
-  std::unordered_map<std::string, Entry> pods_;          // GUARDED_BY(mu_) by uid
-  // uid of every pod placed (bound or assumed) on a node name, whether or not the node is known.
-  std::unordered_map<std::string, std::set<std::string>> podsOnNode_;  // GUARDED_BY(mu_)
-  mutable std::set<std::string, std::less<>> dirty_;                   // GUARDED_BY(mu_)
-  mutable bool pendingDirty_ = true;                                   // GUARDED_BY(mu_)
-  mutable bool allDirty_ = true;                                       // GUARDED_BY(mu_)
-  mutable std::uint64_t generation_ = 0;                               // GUARDED_BY(mu_)
-  // Unbound pods that want GPUs, by uid (kept in step by storeLocked/removeLocked).
-  std::map<std::string, policy::PodPtr> pendingSet_;  // GUARDED_BY(mu_)
-  // Kept sorted by name so a snapshot's node list needs no sort.
-  mutable std::map<std::string, policy::NodeStatePtr, std::less<>> built_;  // GUARDED_BY(mu_)
-  mutable std::vector<policy::PodPtr> builtPending_;                        // GUARDED_BY(mu_)
-  mutable policy::SnapshotPtr current_;                                     // GUARDED_BY(mu_)
-  std::shared_ptr<const policy::Scorer> scorer_;                            // GUARDED_BY(mu_)
-  policy::WorkloadModel learned_;                                           // GUARDED_BY(mu_)
-  policy::WorkloadPtr fixedWorkload_;                                       // GUARDED_BY(mu_)
-  mutable policy::WorkloadPtr publishedWorkload_;                           // GUARDED_BY(mu_)
-  mutable bool workloadDirty_ = false;                                      // GUARDED_BY(mu_)
-  std::map<ReservationKey, ReservationEntry> reservations_;                 // GUARDED_BY(mu_)
-  // uids of the pods of each gang (by Pod::gangKey), kept in step by storeLocked/removeLocked.
-  std::unordered_map<std::string, std::set<std::string>> gangMembers_;  // GUARDED_BY(mu_)
+  QuotaConfig quota_;                             // GUARDED_BY(mu_)
+  mutable SnapshotBuilder builder_;               // GUARDED_BY(mu_)
+  PodCache cache_{builder_.dirty()};              // GUARDED_BY(mu_)
+  ReservationBook book_{builder_.dirty()};        // GUARDED_BY(mu_)
+  std::shared_ptr<const policy::Scorer> scorer_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace gpufair::state

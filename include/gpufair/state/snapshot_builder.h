@@ -1,0 +1,89 @@
+// SnapshotBuilder: the node table and what turns it, the pod cache and the reservation book into
+// immutable snapshots, as kube-scheduler's cache updates its snapshot:
+//
+//   changes mark the DirtySet --build()--> NodeStates rebuilt only for dirty nodes (new
+//   generation), every other NodeState shared with the previous snapshot --> new snapshot
+//   nothing dirty --build()--> the previous snapshot itself (same pointer)
+//
+// Each build that changes anything gets the next generation; a rebuilt NodeState carries it. The
+// snapshot also publishes the target workload (learned from observed pods, or fixed with
+// setWorkload), the fit options and seed, and the uids of provisionally placed (assumed) pods.
+// Readers keep a snapshot as long as they like; building never touches a published one.
+//
+// Thread-safety: none. state::Mirror serializes every call under its mutex; the snapshots it
+// returns are immutable and safe to share between threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "gpufair/common/quota.h"
+#include "gpufair/policy/fragmentation.h"
+#include "gpufair/policy/snapshot.h"
+#include "gpufair/state/dirty_set.h"
+#include "gpufair/state/pod_cache.h"
+#include "gpufair/state/reservation_book.h"
+
+namespace gpufair::state {
+
+struct SnapshotBuilderOptions {
+  policy::FitOptions fit{};
+  std::uint64_t seed = 0;
+  double workloadDecay = 0.999;  // one step of decay per newly observed GPU pod
+};
+
+class SnapshotBuilder {
+ public:
+  explicit SnapshotBuilder(SnapshotBuilderOptions options = {});
+  SnapshotBuilder(const SnapshotBuilder&) = delete;
+  SnapshotBuilder& operator=(const SnapshotBuilder&) = delete;
+
+  // What changed since the last build; the pod cache and the reservation book mark it too.
+  DirtySet& dirty() { return dirty_; }
+
+  // The node table.
+  void upsertNode(policy::Node node);
+  void deleteNode(std::string_view name);
+  void replaceNodes(std::vector<policy::Node> nodes);  // every node is rebuilt
+
+  // The target workload: each GPU pod seen for the first time is one step of the learned model;
+  // setWorkload fixes it instead (null: back to learning).
+  void observe(const policy::Pod& pod);
+  void setWorkload(policy::WorkloadPtr workload);
+
+  // Whether build() would return `snapshot` itself: it is the last built and nothing changed.
+  bool isCurrent(const policy::SnapshotPtr& snapshot) const;
+  std::uint64_t generation() const { return generation_; }
+
+  // The snapshot of the node table, `pods` and `reservations` under `quota`; rebuilds only what
+  // the DirtySet names (see above) and clears it.
+  policy::SnapshotPtr build(const PodCache& pods, const ReservationBook& reservations,
+                            const QuotaConfig& quota);
+
+ private:
+  bool clean() const { return current_ != nullptr && dirty_.empty() && !workloadDirty_; }
+  void buildNode(const std::string& name, const PodCache& pods,
+                 std::unordered_map<std::string, std::vector<policy::Reservation>>& reserved);
+
+  SnapshotBuilderOptions options_;
+  DirtySet dirty_;
+  std::unordered_map<std::string, policy::Node> nodes_;
+  std::uint64_t generation_ = 0;
+  // Kept sorted by name so a snapshot's node list needs no sort.
+  std::map<std::string, policy::NodeStatePtr, std::less<>> built_;
+  std::vector<policy::PodPtr> builtPending_;
+  std::shared_ptr<const std::vector<std::string>> builtProvisional_;
+  policy::SnapshotPtr current_;
+  policy::WorkloadModel learned_;
+  policy::WorkloadPtr fixedWorkload_;
+  policy::WorkloadPtr publishedWorkload_;
+  bool workloadDirty_ = false;
+};
+
+}  // namespace gpufair::state

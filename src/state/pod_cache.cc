@@ -1,0 +1,259 @@
+#include "gpufair/state/pod_cache.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "gpufair/common/labels.h"
+
+namespace gpufair::state {
+namespace {
+
+bool isPendingDemand(const policy::Pod& pod) {
+  return pod.nodeName.empty() && pod.gpus > 0 && !pod.isFinished() && !pod.terminating;
+}
+
+void eraseFrom(std::unordered_map<std::string, std::set<std::string>>& index,
+               const std::string& key, const std::string& uid) {
+  auto it = index.find(key);
+  if (it == index.end()) return;
+  it->second.erase(uid);
+  if (it->second.empty()) index.erase(it);
+}
+
+void resolve(policy::Pod& pod, const QuotaConfig& quota) {
+  pod.queue = policy::resolveQueue(quota, pod.ns, pod.labels);
+  policy::applyGangLabels(pod);
+}
+
+// kube-scheduler offers a pending pod over and over: whether an offer says anything new.
+bool sameOffer(const policy::Pod& known, const policy::Pod& pod) {
+  return known.gpus == pod.gpus && known.gpuShare == pod.gpuShare &&
+         known.cpuMilli == pod.cpuMilli && known.memoryBytes == pod.memoryBytes &&
+         known.labels == pod.labels && known.phase == pod.phase &&
+         known.terminating == pod.terminating && known.annotations == pod.annotations;
+}
+
+}  // namespace
+
+std::string PodCache::keyOf(const policy::Pod& pod) {
+  return pod.uid.empty() ? pod.ns + "/" + pod.name : pod.uid;
+}
+
+const PodCache::Entry* PodCache::find(std::string_view uid) const {
+  auto it = pods_.find(std::string(uid));
+  return it == pods_.end() ? nullptr : &it->second;
+}
+
+policy::PodPtr PodCache::findPod(std::string_view uid) const {
+  const Entry* e = find(uid);
+  return e == nullptr ? nullptr : e->pod;
+}
+
+bool PodCache::isAssumed(std::string_view uid) const {
+  const Entry* e = find(uid);
+  return e != nullptr && e->assumed;
+}
+
+void PodCache::mark(const policy::Pod& pod) {
+  if (!pod.nodeName.empty()) {
+    dirty_.node(pod.nodeName);
+  } else {
+    dirty_.pending();
+  }
+}
+
+void PodCache::unindex(const std::string& uid, const Entry& old) {
+  mark(*old.pod);
+  if (!old.pod->nodeName.empty()) eraseFrom(podsOnNode_, old.pod->nodeName, uid);
+  if (old.pod->inGang()) eraseFrom(gangMembers_, old.pod->gangKey(), uid);
+  pendingSet_.erase(uid);
+  assumed_.erase(uid);
+}
+
+void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assumed) {
+  const std::string key = keyOf(*pod);
+  auto it = pods_.find(key);
+  const bool wasAssumed = it != pods_.end() && it->second.assumed;
+  if (it != pods_.end()) unindex(key, it->second);
+  mark(*pod);
+  if (!pod->nodeName.empty()) podsOnNode_[pod->nodeName].insert(key);
+  if (pod->inGang()) gangMembers_[pod->gangKey()].insert(key);
+  if (isPendingDemand(*pod)) pendingSet_[key] = pod;
+  if (assumed) assumed_.insert(key);
+  if (assumed != wasAssumed) dirty_.provisional();
+  Entry& e = pods_[key];
+  e.pod = std::move(pod);
+  e.seen = seen;
+  e.fromApi = e.fromApi || fromApi;
+  e.assumed = assumed;
+}
+
+void PodCache::remove(std::string_view uid) {
+  auto it = pods_.find(std::string(uid));
+  if (it == pods_.end()) return;
+  if (it->second.assumed) dirty_.provisional();
+  unindex(it->first, it->second);
+  pods_.erase(it);
+}
+
+PodCache::Stored PodCache::upsert(policy::Pod pod, Timestamp now, const QuotaConfig& quota) {
+  if (pod.uid.empty()) pod.uid = keyOf(pod);
+  resolve(pod, quota);
+  bool assumed = false;
+  auto it = pods_.find(pod.uid);
+  const bool firstSeen = it == pods_.end();
+  if (!firstSeen) {
+    const policy::Pod& old = *it->second.pod;
+    const bool wasAssumed = it->second.assumed;
+    if (old.gpuIndex >= 0 && pod.gpuIndex < 0 && pod.isFractional() && !old.nodeName.empty() &&
+        (pod.nodeName == old.nodeName || (pod.nodeName.empty() && wasAssumed))) {
+      // The GPU we gave it at bind, until the annotation written by the binder shows up.
+      pod.gpuIndex = old.gpuIndex;
+      pod.annotations[kGpuIndexAnnotation] = std::to_string(old.gpuIndex);
+    }
+    if (wasAssumed) {
+      if (pod.nodeName.empty() && !pod.isFinished()) {
+        // The API server has not caught up with our binding yet: keep holding the GPUs.
+        pod.nodeName = old.nodeName;
+        assumed = true;
+      }
+      // Our admission decision stands until the label written at bind shows up.
+      if (pod.nodeName == old.nodeName) pod.overQuota = pod.overQuota || old.overQuota;
+    }
+  }
+  auto stored = std::make_shared<const policy::Pod>(std::move(pod));
+  store(stored, now, true, assumed);
+  return {std::move(stored), firstSeen};
+}
+
+PodCache::Stored PodCache::notePending(policy::Pod pod, Timestamp now, const QuotaConfig& quota) {
+  if (pod.uid.empty()) pod.uid = keyOf(pod);
+  auto it = pods_.find(pod.uid);
+  const bool firstSeen = it == pods_.end();
+  if (!firstSeen) {
+    Entry& known = it->second;
+    if (!known.pod->nodeName.empty() || known.fromApi) {
+      // Bound, assumed, or known from the API server, which is the better source.
+      if (known.pod->nodeName.empty()) known.seen = now;
+      return {};
+    }
+    if (sameOffer(*known.pod, pod)) {
+      known.seen = now;  // still wanted; no new snapshot
+      return {};
+    }
+  }
+  resolve(pod, quota);
+  pod.nodeName.clear();
+  auto stored = std::make_shared<const policy::Pod>(std::move(pod));
+  store(stored, now, false, false);
+  return {std::move(stored), firstSeen};
+}
+
+std::vector<std::string> PodCache::removeUnlisted(const std::unordered_set<std::string>& listed) {
+  std::vector<std::string> gone;
+  for (const auto& [uid, entry] : pods_) {
+    if (entry.fromApi && listed.count(uid) == 0) gone.push_back(uid);
+  }
+  for (const auto& uid : gone) remove(uid);
+  return gone;
+}
+
+void PodCache::requeue(const QuotaConfig& quota) {
+  for (auto& [uid, entry] : pods_) {
+    std::string queue = policy::resolveQueue(quota, entry.pod->ns, entry.pod->labels);
+    if (queue == entry.pod->queue) continue;
+    auto copy = std::make_shared<policy::Pod>(*entry.pod);
+    copy->queue = std::move(queue);
+    entry.pod = std::move(copy);
+    if (auto p = pendingSet_.find(uid); p != pendingSet_.end()) p->second = entry.pod;
+  }
+  dirty_.all();
+}
+
+void PodCache::assume(policy::PodPtr placed, Timestamp now) {
+  store(std::move(placed), now, false, true);
+}
+
+bool PodCache::confirm(std::string_view uid) {
+  auto it = pods_.find(std::string(uid));
+  if (it == pods_.end() || !it->second.assumed) return false;
+  store(it->second.pod, it->second.seen, true, false);
+  return true;
+}
+
+bool PodCache::forget(std::string_view uid, Timestamp now) {
+  auto it = pods_.find(std::string(uid));
+  if (it == pods_.end() || !it->second.assumed) return false;
+  reset(it->first, now);
+  return true;
+}
+
+void PodCache::reset(const std::string& uid, Timestamp now) {
+  const Entry& e = pods_.at(uid);
+  auto pending = std::make_shared<policy::Pod>(*e.pod);
+  pending->nodeName.clear();
+  pending->overQuota = false;
+  pending->labels.erase(kOverQuotaLabel);
+  pending->gpuIndex = -1;
+  pending->annotations.erase(kGpuIndexAnnotation);
+  store(std::move(pending), now, e.fromApi, false);
+}
+
+std::size_t PodCache::expire(Timestamp now, std::chrono::seconds assumeTtl,
+                             std::chrono::seconds pendingTtl) {
+  std::vector<std::string> forgotten;
+  std::vector<std::string> dropped;
+  for (const auto& [uid, e] : pods_) {
+    if (e.assumed && now - e.seen > assumeTtl) forgotten.push_back(uid);
+    if (!e.fromApi && e.pod->nodeName.empty() && now - e.seen > pendingTtl) dropped.push_back(uid);
+  }
+  for (const auto& uid : forgotten) reset(uid, now);
+  for (const auto& uid : dropped) remove(uid);
+  return forgotten.size() + dropped.size();
+}
+
+std::vector<policy::PodPtr> PodCache::podsOn(std::string_view node) const {
+  std::vector<policy::PodPtr> out;
+  auto on = podsOnNode_.find(std::string(node));
+  if (on == podsOnNode_.end()) return out;
+  out.reserve(on->second.size());
+  for (const auto& uid : on->second) out.push_back(pods_.at(uid).pod);
+  return out;
+}
+
+std::vector<policy::PodPtr> PodCache::pending() const {
+  std::vector<policy::PodPtr> out;
+  out.reserve(pendingSet_.size());
+  for (const auto& [uid, pod] : pendingSet_) out.push_back(pod);
+  return out;
+}
+
+PodCache::GangCount PodCache::gangCount(const std::string& gangKey) const {
+  GangCount count;
+  auto members = gangMembers_.find(gangKey);
+  if (members == gangMembers_.end()) return count;
+  for (const auto& uid : members->second) {
+    const Entry& e = pods_.at(uid);
+    count.size = std::max(count.size, e.pod->gangSize);
+    if (!e.pod->holdsGpus() || e.pod->terminating) continue;
+    ++count.placed;
+    if (e.assumed) ++count.assumed;
+  }
+  return count;
+}
+
+std::vector<policy::PodPtr> PodCache::unplacedWithoutGpus(const std::string& gangKey) const {
+  std::vector<policy::PodPtr> out;
+  auto members = gangMembers_.find(gangKey);
+  if (members == gangMembers_.end()) return out;
+  for (const auto& uid : members->second) {
+    const policy::PodPtr& p = pods_.at(uid).pod;
+    if (p->gpus == 0 && p->nodeName.empty() && !p->isFinished() && !p->terminating) {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+}  // namespace gpufair::state

@@ -1,0 +1,94 @@
+#include "gpufair/state/snapshot_builder.h"
+
+#include <utility>
+
+namespace gpufair::state {
+
+SnapshotBuilder::SnapshotBuilder(SnapshotBuilderOptions options)
+    : options_(options), learned_(options.workloadDecay) {}
+
+void SnapshotBuilder::upsertNode(policy::Node node) {
+  dirty_.node(node.name);
+  std::string name = node.name;
+  nodes_.insert_or_assign(std::move(name), std::move(node));
+}
+
+void SnapshotBuilder::deleteNode(std::string_view name) {
+  std::string key(name);
+  if (nodes_.erase(key) > 0) dirty_.node(key);
+}
+
+void SnapshotBuilder::replaceNodes(std::vector<policy::Node> nodes) {
+  std::unordered_map<std::string, policy::Node> next;
+  next.reserve(nodes.size());
+  for (auto& n : nodes) {
+    std::string name = n.name;
+    next.insert_or_assign(std::move(name), std::move(n));
+  }
+  nodes_ = std::move(next);
+  dirty_.all();
+}
+
+void SnapshotBuilder::observe(const policy::Pod& pod) {
+  if (pod.gpus <= 0 || pod.isFinished()) return;
+  learned_.observe(pod);
+  if (!fixedWorkload_) workloadDirty_ = true;
+}
+
+void SnapshotBuilder::setWorkload(policy::WorkloadPtr workload) {
+  fixedWorkload_ = std::move(workload);
+  workloadDirty_ = true;
+}
+
+bool SnapshotBuilder::isCurrent(const policy::SnapshotPtr& snapshot) const {
+  return clean() && snapshot == current_;
+}
+
+void SnapshotBuilder::buildNode(
+    const std::string& name, const PodCache& pods,
+    std::unordered_map<std::string, std::vector<policy::Reservation>>& reserved) {
+  auto node = nodes_.find(name);
+  if (node == nodes_.end()) {
+    built_.erase(name);
+    return;
+  }
+  std::vector<policy::Reservation> held;
+  if (auto r = reserved.find(name); r != reserved.end()) held = std::move(r->second);
+  built_[name] = std::make_shared<const policy::NodeState>(node->second, pods.podsOn(name),
+                                                           generation_, std::move(held));
+}
+
+policy::SnapshotPtr SnapshotBuilder::build(const PodCache& pods,
+                                           const ReservationBook& reservations,
+                                           const QuotaConfig& quota) {
+  if (clean()) return current_;
+  ++generation_;
+  if (workloadDirty_ || !publishedWorkload_) {
+    publishedWorkload_ = fixedWorkload_
+                             ? fixedWorkload_
+                             : std::make_shared<const policy::Workload>(learned_.distribution());
+    workloadDirty_ = false;
+  }
+  auto reserved = reservations.byNode();
+  if (dirty_.hasAll()) {
+    built_.clear();
+    for (const auto& [name, node] : nodes_) buildNode(name, pods, reserved);
+  } else {
+    for (const auto& name : dirty_.nodes()) buildNode(name, pods, reserved);
+  }
+  if (dirty_.hasPending()) builtPending_ = pods.pending();
+  if (dirty_.hasProvisional() || !builtProvisional_) {
+    builtProvisional_ = std::make_shared<const std::vector<std::string>>(pods.assumedUids());
+  }
+  dirty_.clear();
+  std::vector<policy::NodeStatePtr> nodes;
+  nodes.reserve(built_.size());
+  for (const auto& [name, state] : built_) nodes.push_back(state);
+  policy::SnapshotOptions published{options_.fit, publishedWorkload_, options_.seed};
+  published.provisional = builtProvisional_;
+  current_ = std::make_shared<const policy::ClusterSnapshot>(std::move(nodes), builtPending_, quota,
+                                                             generation_, std::move(published));
+  return current_;
+}
+
+}  // namespace gpufair::state

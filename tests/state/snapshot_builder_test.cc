@@ -1,0 +1,151 @@
+// SnapshotBuilder: only dirty nodes are rebuilt, clean ones are shared with the previous snapshot,
+// generations move only when something changed (see snapshot_builder.h).
+#include "gpufair/state/snapshot_builder.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "testing/builders.h"
+
+namespace gpufair::state {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::gpus;
+using testing::MakeNode;
+using testing::MakePod;
+using testing::MakeQueue;
+
+class SnapshotBuilderTest : public ::testing::Test {
+ public:  // the cases below change it through a reference
+  SnapshotBuilderTest() {
+    quota_.queues = {MakeQueue("team-a").deserved(8)};
+    for (const char* n : {"n1", "n2", "n3"}) builder_.upsertNode(MakeNode(n).gpus(4));
+  }
+  policy::SnapshotPtr build() { return builder_.build(cache_, book_, quota_); }
+  void bind(const std::string& name, const std::string& node, double gpuCount) {
+    cache_.upsert(MakePod("team-a", name).gpus(gpuCount).on(node), now_, quota_);
+  }
+
+  QuotaConfig quota_;
+  SnapshotBuilder builder_{SnapshotBuilderOptions{{}, 7, 0.999}};
+  PodCache cache_{builder_.dirty()};
+  ReservationBook book_{builder_.dirty()};
+  Timestamp now_ = testing::ManualClock().now();
+};
+
+TEST_F(SnapshotBuilderTest, NothingChangedIsTheSameSnapshot) {
+  const auto first = build();
+  EXPECT_EQ(first->nodes().size(), 3u);
+  EXPECT_EQ(first->seed(), 7u);
+  EXPECT_TRUE(builder_.isCurrent(first));
+  EXPECT_EQ(build(), first);
+  EXPECT_EQ(builder_.generation(), first->generation());
+  bind("p", "n1", 1);
+  EXPECT_FALSE(builder_.isCurrent(first));  // dirty now
+  const auto second = build();
+  EXPECT_FALSE(builder_.isCurrent(first));  // no longer the last built
+  EXPECT_TRUE(builder_.isCurrent(second));
+  EXPECT_FALSE(builder_.isCurrent(nullptr));
+}
+
+// Which NodeStates a change rebuilds; every other one is the previous snapshot's.
+TEST_F(SnapshotBuilderTest, OnlyDirtyNodesAreRebuilt) {
+  struct Case {
+    const char* name;
+    std::function<void(SnapshotBuilderTest&)> change;
+    std::vector<std::string> rebuilt;
+  };
+  const std::vector<Case> cases = {
+      {"a pod bound to n2", [](auto& t) { t.bind("a", "n2", 1); }, {"n2"}},
+      {"a pod moved from n2 to n3", [](auto& t) { t.bind("a", "n3", 1); }, {"n2", "n3"}},
+      {"a pending pod",
+       [](auto& t) { t.cache_.notePending(MakePod("team-a", "w").gpus(1), t.now_, t.quota_); },
+       {}},
+      {"a reservation on n1",
+       [](auto& t) {
+         t.book_.reserve({"n1", gpus(1), "uid-x", "team-a", "reclaim", ""}, t.now_ + 60s);
+       },
+       {"n1"}},
+      {"a node relabelled", [](auto& t) { t.builder_.upsertNode(MakeNode("n3").gpus(8)); }, {"n3"}},
+      {"nodes replaced",
+       [](auto& t) {
+         t.builder_.replaceNodes(
+             {MakeNode("n1").gpus(4), MakeNode("n2").gpus(4), MakeNode("n3").gpus(8)});
+       },
+       {"n1", "n2", "n3"}},
+      {"the quota config", [](auto& t) { t.cache_.requeue(t.quota_); }, {"n1", "n2", "n3"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto before = build();
+    c.change(*this);
+    const auto after = build();
+    EXPECT_GT(after->generation(), before->generation());
+    for (const auto& node : before->nodes()) {
+      const bool rebuilt =
+          std::find(c.rebuilt.begin(), c.rebuilt.end(), node->name()) != c.rebuilt.end();
+      const policy::NodeState* now = after->findNode(node->name());
+      ASSERT_NE(now, nullptr);
+      EXPECT_EQ(now != node.get(), rebuilt) << node->name();
+      EXPECT_EQ(now->generation(), rebuilt ? after->generation() : node->generation());
+    }
+  }
+}
+
+TEST_F(SnapshotBuilderTest, PendingPodsAndDeletedNodesShowInTheNextSnapshot) {
+  cache_.notePending(MakePod("team-a", "w").gpus(2), now_, quota_);
+  bind("p", "n1", 3);
+  builder_.deleteNode("n2");
+  builder_.deleteNode("ghost");  // unknown: no change
+  const auto snap = build();
+  ASSERT_EQ(snap->pending().size(), 1u);
+  EXPECT_EQ(snap->findQueue("team-a")->pending, gpus(2));
+  EXPECT_EQ(snap->findNode("n2"), nullptr);
+  EXPECT_EQ(snap->findNode("n1")->used(), gpus(3));
+  builder_.deleteNode("ghost");
+  EXPECT_EQ(build(), snap);
+}
+
+TEST_F(SnapshotBuilderTest, AssumedPodsArePublishedAsProvisional) {
+  cache_.notePending(MakePod("team-a", "p").gpus(1), now_, quota_);
+  auto placed = std::make_shared<policy::Pod>(*cache_.findPod("uid-team-a-p"));
+  placed->nodeName = "n1";
+  cache_.assume(placed, now_);
+  bind("q", "n2", 1);
+  auto snap = build();
+  EXPECT_TRUE(snap->isProvisional("uid-team-a-p"));
+  EXPECT_FALSE(snap->isProvisional("uid-team-a-q"));
+  EXPECT_EQ(snap->findNode("n1")->used(), gpus(1));  // provisional pods hold GPUs as any other
+  cache_.confirm("uid-team-a-p");
+  snap = build();
+  EXPECT_FALSE(snap->isProvisional("uid-team-a-p"));
+  EXPECT_EQ(snap->findNode("n1")->used(), gpus(1));
+}
+
+TEST_F(SnapshotBuilderTest, TheWorkloadIsLearnedUnlessFixed) {
+  const auto empty = build();
+  ASSERT_NE(empty->workload(), nullptr);
+  EXPECT_TRUE(empty->workload()->empty());
+  builder_.observe(MakePod("team-a", "p").gpus(2));
+  builder_.observe(MakePod("team-a", "cpu-only"));  // no GPUs: not a step
+  const auto learned = build();
+  EXPECT_NE(learned, empty);
+  EXPECT_EQ(learned->nodes()[0], empty->nodes()[0]);  // only the workload changed
+  ASSERT_EQ(learned->workload()->shapes().size(), 1u);
+
+  auto fixed = std::make_shared<const policy::Workload>();
+  builder_.setWorkload(fixed);
+  EXPECT_EQ(build()->workload(), fixed);
+  builder_.observe(MakePod("team-a", "r").gpus(1));
+  EXPECT_EQ(build()->workload(), fixed);
+  builder_.setWorkload(nullptr);
+  EXPECT_EQ(build()->workload()->shapes().size(), 2u);  // learning went on meanwhile
+}
+
+}  // namespace
+}  // namespace gpufair::state
