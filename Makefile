@@ -2,8 +2,8 @@
 #   make run   installs what it needs, builds, and serves the webhooks on the example cluster
 #   make test  installs what it needs, builds, and runs the whole test suite under AddressSanitizer
 #              + UndefinedBehaviorSanitizer (clang); CI runs exactly this
-# Other targets: deps, build, test-gcc, bench, format, tidy, clean, and the proofs CI runs after
-# `test`:
+# Other targets: deps, build, test-gcc, bench, format, format-check, tidy, clean, and the proofs
+# CI runs after `test`:
 #   make fuzz  each libFuzzer target in tests/fuzz for FUZZ_SECONDS, from the same clang build
 #   make tsan  the concurrency tests (state, api, k8s, app) under ThreadSanitizer
 
@@ -21,9 +21,9 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config git curl \
 # clang, its sanitizer and libFuzzer runtimes (libclang_rt.*), and llvm-symbolizer for reports.
 CLANG_PACKAGES := clang-14 libclang-rt-14-dev llvm-14
 # Sanitizer builds: -O1 without debug info keeps them quick to build on 2 cores; reports still name
-# functions (llvm-symbolizer reads the symbol table).
+# functions (llvm-symbolizer reads the symbol table). Every CI build treats a warning as an error.
 SAN_CMAKE := -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Sanitize \
-  -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g0" -DGPUFAIR_BUILD_BENCH=OFF
+  -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g0" -DGPUFAIR_BUILD_BENCH=OFF -DGPUFAIR_WERROR=ON
 FUZZ_SECONDS ?= 30
 FUZZERS := fuzz_extender_request fuzz_quota_yaml fuzz_quantity fuzz_k8s_objects fuzz_openb_csv
 TSAN_TESTS := state_test api_test k8s_test app_test
@@ -34,8 +34,8 @@ SAN_ENV := ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer \
 TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
   TSAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer
 
-.PHONY: all deps deps-clang build run test test-gcc bench format tidy clean sanitize fuzz tsan \
-  no-sanitizer-reports
+.PHONY: all deps deps-clang deps-format build run test test-gcc bench format format-check tidy \
+  clean sanitize fuzz tsan no-sanitizer-reports
 
 all: build
 
@@ -54,7 +54,7 @@ install-packages:
 	fi
 
 $(BUILD)/build.ninja: | deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(TYPE)
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(TYPE) -DGPUFAIR_WERROR=ON
 
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
@@ -122,8 +122,16 @@ bench: deps
 	cmake --build $(BUILD)-bench -j $(JOBS)
 	$(BUILD)-bench/bench/engine_bench
 
-format:
-	clang-format -i $$(git ls-files '*.h' '*.cc')
+# The layout is clang-format 14's with the repo's .clang-format (other versions format differently).
+deps-format:
+	@$(MAKE) --no-print-directory install-packages PACKAGES=clang-format-14
+
+format: deps-format
+	clang-format-14 -i $$(git ls-files '*.h' '*.cc')
+
+# Fails, naming each file and line, when a tracked source differs from that layout.
+format-check: deps-format
+	clang-format-14 --dry-run --Werror $$(git ls-files '*.h' '*.cc')
 
 tidy: $(BUILD)/build.ninja
 	clang-tidy -p $(BUILD) $$(git ls-files 'src/*.cc')

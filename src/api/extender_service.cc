@@ -50,7 +50,7 @@ Response errorResponse(int status, std::string_view message) {
 }
 
 ExtenderService::ExtenderService(state::Mirror& mirror, const policy::Scorer& scorer,
-                                 Binder& binder, ReadinessCheck readiness)
+                                 state::Binder& binder, ReadinessCheck readiness)
     : mirror_(mirror), scorer_(scorer), binder_(binder), readiness_(std::move(readiness)) {}
 
 Response ExtenderService::handle(const Request& request) {

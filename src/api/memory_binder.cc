@@ -1,4 +1,4 @@
-#include "gpufair/api/binder.h"
+#include "gpufair/api/memory_binder.h"
 
 namespace gpufair::api {
 

@@ -75,6 +75,7 @@ KubeSource::KubeSource(const KubeSettings& settings, state::Mirror& mirror, Cloc
                                                      };
                                                      return options;
                                                    }())),
+      decisions_(*events_),
       binder_(client_),
       labeler_(client_, clock_),
       nodeSink_(mirror),
@@ -195,7 +196,8 @@ std::vector<api::HealthDetail> KubeSource::healthDetails() const {
     details.push_back({"quota-config", healthy,
                        healthy ? "the quota ConfigMaps in " + ns_ + " are in force"
                                : "a quota change was rejected; the last good config stays in "
-                                 "force: " + quotaWatcher_->lastError()});
+                                 "force: " +
+                                     quotaWatcher_->lastError()});
   }
   if (elector_ != nullptr) {
     const std::string leader = elector_->leader();
@@ -204,23 +206,6 @@ std::vector<api::HealthDetail> KubeSource::healthDetails() const {
                                   : "standby; leader: " + (leader.empty() ? "none" : leader)});
   }
   return details;
-}
-
-Status KubeSource::bind(const policy::Pod& pod, std::string_view node, bool overQuota) {
-  return binder_.bind(pod, node, overQuota);
-}
-
-void KubeSource::rejected(const policy::Pod& pod, const std::string& reason) {
-  events_->record({"Pod", "v1", pod.ns, pod.name, pod.uid, ""}, k8s::EventType::kWarning,
-                  k8s::events::kUnschedulable, reason);
-}
-
-void KubeSource::borrowed(const policy::Pod& pod, const std::string& node,
-                          const std::string& queue) {
-  events_->record({"Pod", "v1", pod.ns, pod.name, pod.uid, ""}, k8s::EventType::kNormal,
-                  k8s::events::kBorrowed,
-                  "admitted over quota on " + node + ": queue " + queue +
-                      " borrows idle GPUs beyond its deserved share; they may be reclaimed");
 }
 
 }  // namespace gpufair::app

@@ -1,6 +1,8 @@
 // Where `gpufair serve` gets its cluster from when it runs against a real API server: reflectors
-// for Nodes, Pods and quota ConfigMaps feeding the Mirror, a binder that posts Bindings, Events for
-// rejections and borrow decisions, and Lease leader election so that only one replica writes.
+// for Nodes, Pods and quota ConfigMaps feeding the Mirror, and Lease leader election so that only
+// one replica writes. It owns the k8s implementations of the ports (state/ports.h) that the
+// webhooks and the reclaim loop use: binder() posts Bindings, decisions() and the reclaim loop's
+// Events go through events().
 // Thread-safety: construct, start() and stop() from the main thread; the rest is called by the
 // server's io threads and the main loop's tick().
 #pragma once
@@ -11,10 +13,10 @@
 #include <thread>
 #include <vector>
 
-#include "gpufair/api/binder.h"
 #include "gpufair/api/extender_service.h"
 #include "gpufair/k8s/binder.h"
 #include "gpufair/k8s/client.h"
+#include "gpufair/k8s/decision_events.h"
 #include "gpufair/k8s/events.h"
 #include "gpufair/k8s/leader.h"
 #include "gpufair/k8s/quota_watcher.h"
@@ -24,30 +26,18 @@
 #include "gpufair/metrics/metrics.h"
 #include "gpufair/state/mirror.h"
 
+#include "serve_config.h"  // KubeSettings
+
 namespace gpufair::app {
 
-struct KubeSettings {
-  std::string kubeconfig;  // empty: in-cluster
-  std::string context;
-  std::string ns;  // empty: the kubeconfig's / service account's namespace, else gpufair-system
-  bool leaderElect = true;
-  std::string leaseName = "gpufair";
-  // Set: follow kube-scheduler's Lease instead (k8s::LeaderElectorOptions::followHolderPrefix).
-  std::string followLeaseNs;
-  std::string followLeaseName;
-  std::chrono::seconds leaseDuration{15};
-  std::chrono::seconds renewDeadline{10};
-  std::chrono::seconds retryPeriod{2};
-  std::chrono::seconds staleAfter{60};  // not ready when a watch has been down longer than this
-  std::string schedulerName = "gpufair";  // the profile whose pods gpufair requeues when ready
-};
-
-class KubeSource final : public api::Binder, public api::DecisionObserver {
+class KubeSource final {
  public:
   // Connects nothing yet; fails on unusable settings (no kubeconfig, bad certificates, ...).
   static Result<std::unique_ptr<KubeSource>> create(const KubeSettings& settings,
                                                     state::Mirror& mirror, ClockPtr clock);
-  ~KubeSource() override;
+  ~KubeSource();
+  KubeSource(const KubeSource&) = delete;
+  KubeSource& operator=(const KubeSource&) = delete;
 
   void start();  // reflector and leader-election threads
   void stop();   // stops them, releases the Lease, flushes Events
@@ -72,12 +62,9 @@ class KubeSource final : public api::Binder, public api::DecisionObserver {
   k8s::KubeClientPtr client() const { return client_; }
   k8s::EventRecorder& events() { return *events_; }
 
-  // api::Binder: POST a Binding; the watch confirms it.
-  Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) override;
-  bool confirmsImmediately() const override { return false; }
-  // api::DecisionObserver: Events on the pod.
-  void rejected(const policy::Pod& pod, const std::string& reason) override;
-  void borrowed(const policy::Pod& pod, const std::string& node, const std::string& queue) override;
+  // The ports for the webhooks: POST a Binding (the watch confirms it); Events on the pod.
+  state::Binder& binder() { return binder_; }
+  state::DecisionObserver& decisions() { return decisions_; }
 
  private:
   KubeSource(const KubeSettings& settings, state::Mirror& mirror, ClockPtr clock,
@@ -90,6 +77,7 @@ class KubeSource final : public api::Binder, public api::DecisionObserver {
   std::string ns_;
   std::unique_ptr<k8s::LeaderElector> elector_;
   std::unique_ptr<k8s::EventRecorder> events_;
+  k8s::DecisionEvents decisions_;
   k8s::KubeBinder binder_;
   k8s::OverQuotaLabeler labeler_;
   k8s::NodeSink nodeSink_;

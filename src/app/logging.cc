@@ -52,12 +52,16 @@ std::unique_ptr<spdlog::formatter> JsonLogFormatter::clone() const {
   return std::make_unique<JsonLogFormatter>();
 }
 
-Status configureLogging(const std::string& level, LogFormat format) {
-  const auto parsed = spdlog::level::from_str(level);
-  if (parsed == spdlog::level::off && level != "off") {
+Status checkLogLevel(const std::string& level) {
+  if (spdlog::level::from_str(level) == spdlog::level::off && level != "off") {
     return Status::error("--log-level must be trace, debug, info, warn, error or off");
   }
-  spdlog::set_level(parsed);
+  return Status::ok();
+}
+
+Status configureLogging(const std::string& level, LogFormat format) {
+  if (Status checked = checkLogLevel(level); !checked.isOk()) return checked;
+  spdlog::set_level(spdlog::level::from_str(level));
   if (format == LogFormat::kJson) spdlog::set_formatter(std::make_unique<JsonLogFormatter>());
   return Status::ok();
 }

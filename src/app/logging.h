@@ -27,6 +27,10 @@ class JsonLogFormatter final : public spdlog::formatter {
   std::unique_ptr<spdlog::formatter> clone() const override;
 };
 
+// Whether `level` is one configureLogging() takes ("trace" .. "error", "off"); the error names
+// them.
+Status checkLogLevel(const std::string& level);
+
 // Sets the default logger's level and format ("trace" .. "error", "off").
 Status configureLogging(const std::string& level, LogFormat format);
 

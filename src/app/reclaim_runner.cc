@@ -48,41 +48,7 @@ class ReclaimRunner::LogObserver final : public state::ReclaimObserver {
   const ReclaimRunner::EvictionHook& hook_;  // the runner's; set before start()
 };
 
-std::vector<FlagSpec> reclaimFlags() {
-  return {{"reclaim",
-           "evict borrowed pods so queues get their deserved GPUs back: on, dry-run (plan and "
-           "log, evict nothing) or off",
-           "on"},
-          {"reclaim-period", "how often the reclaim loop runs", "5s"},
-          {"reclaim-hold", "how long GPUs freed by reclaim are held for the waiting pod", "2m"}};
-}
-
-Result<state::ReclaimSettings> parseReclaimSettings(const ParsedArgs& args) {
-  using R = Result<state::ReclaimSettings>;
-  state::ReclaimSettings settings;
-  const std::string& mode = args.get("reclaim");
-  if (mode == "off") {
-    settings.enabled = false;
-  } else if (mode == "dry-run") {
-    settings.dryRun = true;
-  } else if (mode != "on") {
-    return R::failure("--reclaim must be on, dry-run or off, not \"" + mode + "\"");
-  }
-  auto period = parseMillis(args.get("reclaim-period"));
-  if (!period || *period < 100) return R::failure("--reclaim-period must be at least 100ms");
-  settings.period = std::chrono::milliseconds{*period};
-  auto hold = parseMillis(args.get("reclaim-hold"));
-  if (!hold || *hold < 1000) return R::failure("--reclaim-hold must be at least 1s");
-  settings.holdFor = std::chrono::seconds{*hold / 1000};
-  return settings;
-}
-
-std::string reclaimModeName(const state::ReclaimSettings& settings) {
-  if (!settings.enabled) return "off";
-  return settings.dryRun ? "dry-run" : "on";
-}
-
-ReclaimRunner::ReclaimRunner(state::Mirror& mirror, state::ReclaimSettings settings, ClockPtr clock,
+ReclaimRunner::ReclaimRunner(state::Mirror& mirror, ReclaimSettings settings, ClockPtr clock,
                              KubeSource* kube) {
   std::function<bool()> isLeader;
   if (kube != nullptr) {
@@ -93,8 +59,8 @@ ReclaimRunner::ReclaimRunner(state::Mirror& mirror, state::ReclaimSettings setti
     evictor_ = std::make_unique<state::MirrorEvictor>(mirror);
   }
   log_ = std::make_unique<LogObserver>(events_.get(), evictionHook_);
-  controller_ = std::make_unique<state::ReclaimController>(
-      mirror, *evictor_, std::move(clock), settings, std::move(isLeader), log_.get());
+  controller_ = std::make_unique<ReclaimController>(mirror, *evictor_, std::move(clock), settings,
+                                                    std::move(isLeader), log_.get());
 }
 
 ReclaimRunner::~ReclaimRunner() {

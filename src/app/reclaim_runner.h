@@ -1,4 +1,4 @@
-// The reclaim loop as `gpufair serve` runs it: flags, the evictor of the mode (memory for
+// The reclaim loop as `gpufair serve` runs it: the evictor of the mode (memory for
 // --cluster files, the Eviction API for a cluster), logs for every decision, Events in a cluster,
 // and only the leader evicting.
 //
@@ -12,7 +12,7 @@
 //                      are held for the reclaimer that has not bound yet (default 2m).
 //
 // Life cycle: create -> start() -> stop() (idempotent; the destructor stops). Thread-safety: as
-// state::ReclaimController; construct, start and stop from one thread.
+// ReclaimController; construct, start and stop from one thread.
 #pragma once
 
 #include <functional>
@@ -21,26 +21,17 @@
 
 #include "gpufair/common/clock.h"
 #include "gpufair/state/mirror.h"
-#include "gpufair/state/reclaim_controller.h"
 
-#include "cli.h"
+#include "reclaim_controller.h"
 
 namespace gpufair::app {
 
 class KubeSource;
 
-// The flags above, for serve's flag list.
-std::vector<FlagSpec> reclaimFlags();
-// Reads them; errors name the flag.
-Result<state::ReclaimSettings> parseReclaimSettings(const ParsedArgs& args);
-// "on", "dry-run" or "off", for logs.
-std::string reclaimModeName(const state::ReclaimSettings& settings);
-
 class ReclaimRunner {
  public:
   // kube null: file mode (victims are deleted from the mirror; always the leader).
-  ReclaimRunner(state::Mirror& mirror, state::ReclaimSettings settings, ClockPtr clock,
-                KubeSource* kube);
+  ReclaimRunner(state::Mirror& mirror, ReclaimSettings settings, ClockPtr clock, KubeSource* kube);
   ~ReclaimRunner();
   ReclaimRunner(const ReclaimRunner&) = delete;
   ReclaimRunner& operator=(const ReclaimRunner&) = delete;
@@ -51,7 +42,7 @@ class ReclaimRunner {
 
   void start();  // no-op when --reclaim=off
   void stop();
-  state::ReclaimController& controller() { return *controller_; }
+  ReclaimController& controller() { return *controller_; }
 
  private:
   class LogObserver;
@@ -59,7 +50,7 @@ class ReclaimRunner {
   state::EvictorPtr evictor_;
   std::unique_ptr<state::ReclaimObserver> events_;  // in a cluster: pod Events
   std::unique_ptr<LogObserver> log_;
-  std::unique_ptr<state::ReclaimController> controller_;
+  std::unique_ptr<ReclaimController> controller_;
 };
 
 }  // namespace gpufair::app

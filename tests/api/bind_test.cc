@@ -16,7 +16,7 @@ using testsupport::parseJson;
 using testsupport::podJson;
 
 // A Binder whose answer the test chooses, recording what it was asked.
-class ScriptedBinder final : public Binder {
+class ScriptedBinder final : public state::Binder {
  public:
   Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) override {
     calls.push_back({pod.key(), std::string(node), overQuota, pod.gpuIndex});
@@ -130,7 +130,8 @@ TEST_F(BindTest, PodThatNoLongerFitsIsRefused) {
   const Response response =
       post(service, "/bind", bindArgs("team-a", "train-1", "uid-1", "gpu-node-2"));
   const std::string error = parseJson(response.body).at("Error").get<std::string>();
-  EXPECT_NE(error.find("no longer fits on node gpu-node-2: fewer than"), std::string::npos) << error;
+  EXPECT_NE(error.find("no longer fits on node gpu-node-2: fewer than"), std::string::npos)
+      << error;
   EXPECT_TRUE(cluster.binder.bindings().empty());
   EXPECT_TRUE(cluster.mirror.findPod("uid-1")->nodeName.empty());
 }
@@ -225,7 +226,7 @@ namespace gpufair::api {
 namespace {
 
 // Records what the service reports for Events.
-class RecordingObserver final : public DecisionObserver {
+class RecordingObserver final : public state::DecisionObserver {
  public:
   void rejected(const policy::Pod& pod, const std::string& reason) override {
     rejections.push_back(pod.key() + ": " + reason);

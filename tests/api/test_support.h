@@ -18,8 +18,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "gpufair/api/binder.h"
 #include "gpufair/api/extender_service.h"
+#include "gpufair/api/memory_binder.h"
 #include "gpufair/policy/scorer.h"
 #include "gpufair/state/mirror.h"
 

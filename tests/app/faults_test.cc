@@ -54,9 +54,9 @@ struct Replica {
     auto created = KubeSource::create(settings, mirror, std::make_shared<SystemClock>());
     EXPECT_TRUE(created.ok()) << created.error();
     kube = std::move(created.value());
-    service = std::make_unique<api::ExtenderService>(mirror, *scorer, *kube,
+    service = std::make_unique<api::ExtenderService>(mirror, *scorer, kube->binder(),
                                                      [this] { return kube->ready(); });
-    service->setObserver(kube.get());
+    service->setObserver(&kube->decisions());
     service->setDecisionGate([this] { return kube->consistent(); });
     kube->start();
   }

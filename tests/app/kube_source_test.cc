@@ -12,6 +12,7 @@
 
 #include "gpufair/api/extender_service.h"
 #include "gpufair/policy/scorer.h"
+
 #include "k8s/fake_apiserver.h"
 #include "k8s/fake_wait.h"
 
@@ -21,7 +22,8 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-json gpuPod(const std::string& ns, const std::string& name, int gpus, const std::string& node = "") {
+json gpuPod(const std::string& ns, const std::string& name, int gpus,
+            const std::string& node = "") {
   json pod = {{"apiVersion", "v1"},
               {"kind", "Pod"},
               {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-" + name}}},
@@ -100,18 +102,20 @@ TEST_F(KubeSourceTest, ServesFromTheApiServerAndBindsThere) {
   // kube-scheduler offers a new pod, then binds it: the Binding reaches the API server and the
   // watch confirms the assumption.
   auto scorer = policy::makeScorer(policy::kDefaultScorer);
-  api::ExtenderService service(mirror, *scorer, kube, [&] { return kube.ready(); });
+  api::ExtenderService service(mirror, *scorer, kube.binder(), [&] { return kube.ready(); });
   service.setHealthDetails([&] { return kube.healthDetails(); });
-  service.setObserver(&kube);
+  service.setObserver(&kube.decisions());
   const json pod = gpuPod("team-a", "train", 2);
   fake->create("/api/v1/namespaces/team-a/pods", pod);
   const std::string filterBody = json{{"Pod", pod}, {"NodeNames", {"n1"}}}.dump();
   const api::Response filtered = service.handle({"POST", "/filter", filterBody});
   ASSERT_EQ(filtered.status, 200) << filtered.body;
   EXPECT_EQ(json::parse(filtered.body).at("NodeNames"), json::array({"n1"}));
-  const std::string bindBody =
-      json{{"PodName", "train"}, {"PodNamespace", "team-a"}, {"PodUID", "uid-train"}, {"Node", "n1"}}
-          .dump();
+  const std::string bindBody = json{
+      {"PodName", "train"},
+      {"PodNamespace", "team-a"},
+      {"PodUID", "uid-train"},
+      {"Node", "n1"}}.dump();
   const api::Response bound = service.handle({"POST", "/bind", bindBody});
   ASSERT_EQ(json::parse(bound.body).at("Error"), "") << bound.body;
   auto onServer = fake->get("/api/v1/namespaces/team-a/pods/train");
@@ -168,8 +172,8 @@ TEST_F(KubeSourceTest, ServesFromTheApiServerAndBindsThere) {
 
   // Deleting a pod on the server frees its GPUs in the mirror.
   fake->remove("/api/v1/namespaces/team-a/pods/running");
-  ASSERT_TRUE(k8s::fake::waitUntil(
-      [&] { return mirror.snapshot()->findNode("n1")->used() == 2000; }, 10s));
+  ASSERT_TRUE(
+      k8s::fake::waitUntil([&] { return mirror.snapshot()->findNode("n1")->used() == 2000; }, 10s));
 
   // Stopping releases the Lease at once.
   kube.stop();

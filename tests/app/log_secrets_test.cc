@@ -108,8 +108,8 @@ TEST_F(LogSecretsTest, TheBearerTokenNeverReachesTheLogs) {
     kube.start();
     ASSERT_TRUE(k8s::fake::waitUntil([&] { return kube.ready().isOk(); }, 10s));
     auto scorer = policy::makeScorer(policy::kDefaultScorer);
-    api::ExtenderService service(mirror, *scorer, kube, [&] { return kube.ready(); });
-    service.setObserver(&kube);
+    api::ExtenderService service(mirror, *scorer, kube.binder(), [&] { return kube.ready(); });
+    service.setObserver(&kube.decisions());
     json pod = {{"metadata", {{"name", "big"}, {"namespace", "team-a"}, {"uid", "uid-big"}}},
                 {"spec",
                  {{"schedulerName", "gpufair"},

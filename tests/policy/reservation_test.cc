@@ -58,7 +58,9 @@ TEST_P(ReservationFit, DecidesAndExplains) {
   EXPECT_EQ(nodeFits(node, c.pod), c.fits);
   const Status status = fitsNode(node, c.pod);
   EXPECT_EQ(status.isOk(), c.fits) << status.reason();
-  if (!c.fits) EXPECT_EQ(status.reason(), c.reason);
+  if (!c.fits) {
+    EXPECT_EQ(status.reason(), c.reason);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

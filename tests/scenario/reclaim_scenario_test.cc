@@ -14,9 +14,9 @@
 
 #include "gpufair/api/server.h"
 #include "gpufair/state/mirror_evictor.h"
-#include "gpufair/state/reclaim_controller.h"
 
 #include "api/test_support.h"
+#include "reclaim_controller.h"
 
 namespace gpufair {
 namespace {
@@ -171,9 +171,9 @@ TEST_P(ReclaimScenarioTest, Runs) {
 
   ScenarioEvictor evictor(mirror);
   evictor.pdb = sc.pdb;
-  state::ReclaimSettings settings;
+  app::ReclaimSettings settings;
   settings.dryRun = sc.dryRun;
-  state::ReclaimController controller(mirror, evictor, clock, settings);
+  app::ReclaimController controller(mirror, evictor, clock, settings);
 
   for (std::size_t i = 0; i < sc.steps.size(); ++i) {
     const Step& step = sc.steps[i];
@@ -248,7 +248,8 @@ const Scenario kScenarios[] = {
       reclaim({"a-5"}),
       // Team A cannot take the freed GPUs back while team-b/b-1 waits for them: with B's demand
       // counted, A's fair share is 32 and it holds 32 (the GPUs are also held for b-1).
-      schedule("team-a", "a-7", 8, "", "queue team-a would use 40 GPUs; deserved 20, fair share 32"),
+      schedule("team-a", "a-7", 8, "",
+               "queue team-a would use 40 GPUs; deserved 20, fair share 32"),
       // Nothing more is evicted while the reclaim is in flight.
       reclaim({}),
       // kube-scheduler offers b-1 again: it lands where a-5 was.

@@ -26,12 +26,12 @@
 #include <string>
 #include <vector>
 
-#include "gpufair/api/binder.h"
 #include "gpufair/api/http.h"
 #include "gpufair/api/request_observer.h"
 #include "gpufair/common/status.h"
 #include "gpufair/policy/scorer.h"
 #include "gpufair/state/mirror.h"
+#include "gpufair/state/ports.h"
 
 namespace gpufair::api {
 
@@ -47,27 +47,15 @@ struct HealthDetail {
 };
 using HealthDetails = std::function<std::vector<HealthDetail>()>;
 
-// Told of decisions a person should see on the pod (as Kubernetes Events in a cluster).
-// Called on io threads; implementations must be quick and thread-safe (queue, don't block).
-class DecisionObserver {
- public:
-  virtual ~DecisionObserver() = default;
-  // /filter left the pod no node; `reason` is the first reason in words.
-  virtual void rejected(const policy::Pod& pod, const std::string& reason) = 0;
-  // /bind placed the pod as borrowed (over its queue's deserved quota).
-  virtual void borrowed(const policy::Pod& pod, const std::string& node,
-                        const std::string& queue) = 0;
-};
-
 class ExtenderService final : public RequestHandler {
  public:
   // readiness may be empty: always ready.
-  ExtenderService(state::Mirror& mirror, const policy::Scorer& scorer, Binder& binder,
+  ExtenderService(state::Mirror& mirror, const policy::Scorer& scorer, state::Binder& binder,
                   ReadinessCheck readiness = {});
 
   Response handle(const Request& request) override;
   // Optional; must outlive the service. Set before serving.
-  void setObserver(DecisionObserver* observer) { observer_ = observer; }
+  void setObserver(state::DecisionObserver* observer) { observer_ = observer; }
   // Optional: decisions wait until it says ok (see above). Set before serving.
   void setDecisionGate(ReadinessCheck gate) { gate_ = std::move(gate); }
   // Optional: /readyz then also lists {"checks":[{"name","ok","message"}]}. Set before serving.
@@ -92,10 +80,10 @@ class ExtenderService final : public RequestHandler {
 
   state::Mirror& mirror_;
   const policy::Scorer& scorer_;
-  Binder& binder_;
+  state::Binder& binder_;
   ReadinessCheck readiness_;
   ReadinessCheck gate_;
-  DecisionObserver* observer_ = nullptr;
+  state::DecisionObserver* observer_ = nullptr;
   HealthDetails details_;
 
   RequestObserver* requestObserver_ = nullptr;

@@ -1,14 +1,15 @@
 // KubeBinder: makes /bind real on the API server. For a fractional pod, first writes the GPU it was
 // given as annotation gpufair.io/gpu-index (a failure fails the bind: the pod must not start
-// without it). Then posts a v1 Binding for the pod (with its uid as a precondition) and, for a pod admitted as borrowed, labels it gpufair.io/over-quota=true. A failed
-// label patch does not fail the bind (the pod is bound either way): it is logged and retried by
-// retryLabels(), which the caller runs periodically.
+// without it). Then posts a v1 Binding for the pod (with its uid as a precondition) and, for a pod
+// admitted as borrowed, labels it gpufair.io/over-quota=true. A failed label patch does not fail
+// the bind (the pod is bound either way): it is logged and retried by retryLabels(), which the
+// caller runs periodically.
 //
 // OverQuotaLabeler: the opposite direction. Once a queue is back within its deserved quota, the
 // pods it borrowed for are no longer borrowed; the leader removes their label so that reclaim does
 // not take them.
 //
-// The api module's Binder interface is adapted by the app (k8s does not depend on api).
+// KubeBinder implements the state::Binder port that api's /bind calls.
 // Thread-safety: KubeBinder is thread-safe (bind() runs on several io threads at once).
 // OverQuotaLabeler::reconcile() is meant for one thread (a periodic loop); it is mutex-guarded.
 #pragma once
@@ -26,6 +27,7 @@
 #include "gpufair/k8s/client.h"
 #include "gpufair/policy/model.h"
 #include "gpufair/policy/snapshot.h"
+#include "gpufair/state/ports.h"
 
 namespace gpufair::k8s {
 
@@ -34,14 +36,16 @@ struct KubeBinderOptions {
   int maxLabelAttempts = 10;  // a label patch is given up (and logged) after this many failures
 };
 
-class KubeBinder {
+class KubeBinder final : public state::Binder {
  public:
   explicit KubeBinder(KubeClientPtr client, KubeBinderOptions options = {});
 
   // Binds `pod` (as assumed: gpuIndex set for a fractional pod) to `node`; on success labels it
   // over-quota when `overQuota`. A bind error is
   // Status::error with the API server's message; a label error is not an error of bind().
-  Status bind(const policy::Pod& pod, std::string_view node, bool overQuota);
+  Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) override;
+  // The watch confirms a binding, not the caller.
+  bool confirmsImmediately() const override { return false; }
 
   // Tries again the label patches that failed. Drops those whose pod is gone (404, or its uid
   // changed: 409) or that failed maxLabelAttempts times. Returns how many succeeded now.

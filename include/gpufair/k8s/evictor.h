@@ -8,7 +8,7 @@
 
 #include "gpufair/k8s/client.h"
 #include "gpufair/k8s/events.h"
-#include "gpufair/state/reclaim_controller.h"
+#include "gpufair/state/ports.h"
 
 namespace gpufair::k8s {
 

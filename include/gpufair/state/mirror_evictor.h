@@ -4,7 +4,7 @@
 #pragma once
 
 #include "gpufair/state/mirror.h"
-#include "gpufair/state/reclaim_controller.h"
+#include "gpufair/state/ports.h"
 
 namespace gpufair::state {
 

@@ -1,8 +1,8 @@
 // ReclaimController: the reclaim loop. Each round (every `period`, on the leader only) it takes the
 // mirror's snapshot and, for the pending pods whose queues are owed GPUs (most owed queue first,
 // then the oldest pod), asks policy::planReclaim for a plan, evicts the plan's victims through an
-// Evictor, reserves the freed GPUs on the plan's node for the reclaimer (Mirror::reserve, ttl
-// holdFor), and remembers the reclaim as in flight until the reclaimer binds, disappears, or
+// state::Evictor, reserves the freed GPUs on the plan's node for the reclaimer (Mirror::reserve,
+// ttl holdFor), and remembers the reclaim as in flight until the reclaimer binds, disappears, or
 // `holdFor` passes (then the reservation is released). Members of a gang are not reclaimers here:
 // a gang is admitted whole (policy/gang.h).
 //
@@ -41,52 +41,9 @@
 #include "gpufair/common/clock.h"
 #include "gpufair/policy/reclaim.h"
 #include "gpufair/state/mirror.h"
+#include "gpufair/state/ports.h"
 
-namespace gpufair::state {
-
-enum class EvictOutcome {
-  kEvicted,   // accepted: the pod is going
-  kRefused,   // a PodDisruptionBudget refuses it now (HTTP 429)
-  kNotFound,  // already gone (counts as evicted)
-  kError,     // anything else; message says what
-};
-const char* evictOutcomeName(EvictOutcome outcome);
-
-struct EvictResult {
-  EvictOutcome outcome = EvictOutcome::kError;
-  std::string message;  // empty when evicted
-};
-
-// How a victim leaves: the policy/v1 Eviction API in a cluster, the mirror in file mode.
-// Thread-safety: called from the controller's round only (one call at a time).
-class Evictor {
- public:
-  virtual ~Evictor() = default;
-  // `reason` is the sentence for the victim's Event and the eviction's log line.
-  virtual EvictResult evict(const policy::Pod& pod, const std::string& reason) = 0;
-};
-using EvictorPtr = std::unique_ptr<Evictor>;
-
-// Hooks for Events, logs and metrics. Every method has an empty default.
-class ReclaimObserver {
- public:
-  virtual ~ReclaimObserver() = default;
-  // A victim was evicted for `plan` (victim.reason says by whom and why).
-  virtual void evicted(const policy::ReclaimPlan& /*plan*/,
-                       const policy::ReclaimVictim& /*victim*/) {}
-  // A victim's eviction was refused or failed; the plan is dropped.
-  virtual void evictionFailed(const policy::ReclaimPlan& /*plan*/,
-                              const policy::ReclaimVictim& /*victim*/,
-                              const EvictResult& /*result*/) {}
-  // Every victim of `plan` is going; its node is held for the reclaimer.
-  virtual void reclaimed(const policy::ReclaimPlan& /*plan*/) {}
-  // The reclaimer is owed GPUs but no plan could be carried out this round.
-  virtual void waiting(const policy::Pod& /*reclaimer*/, const std::string& /*reason*/) {}
-  // Dry run: what would have been evicted.
-  virtual void dryRun(const policy::ReclaimPlan& /*plan*/) {}
-  // A round stopped on an unexpected exception (the loop goes on with the next round).
-  virtual void roundFailed(const std::string& /*what*/) {}
-};
+namespace gpufair::app {
 
 struct ReclaimSettings {
   bool enabled = true;
@@ -112,8 +69,9 @@ struct ReclaimRoundStats {
 class ReclaimController {
  public:
   // isLeader null: always the leader. observer may be null; it must outlive the controller.
-  ReclaimController(Mirror& mirror, Evictor& evictor, ClockPtr clock, ReclaimSettings settings,
-                    std::function<bool()> isLeader = {}, ReclaimObserver* observer = nullptr);
+  ReclaimController(state::Mirror& mirror, state::Evictor& evictor, ClockPtr clock,
+                    ReclaimSettings settings, std::function<bool()> isLeader = {},
+                    state::ReclaimObserver* observer = nullptr);
   ~ReclaimController();
   ReclaimController(const ReclaimController&) = delete;
   ReclaimController& operator=(const ReclaimController&) = delete;
@@ -146,12 +104,12 @@ class ReclaimController {
   // Tries up to maxAttempts plans for one reclaimer.
   Result reclaimFor(Round& round, const policy::PodPtr& pod);
 
-  Mirror& mirror_;
-  Evictor& evictor_;
+  state::Mirror& mirror_;
+  state::Evictor& evictor_;
   ClockPtr clock_;
   const ReclaimSettings settings_;
   std::function<bool()> isLeader_;
-  ReclaimObserver* observer_;
+  state::ReclaimObserver* observer_;
 
   std::mutex roundMu_;                        // held for a whole round
   std::map<std::string, InFlight> inFlight_;  // GUARDED_BY(roundMu_) by reclaimer uid
@@ -168,4 +126,4 @@ class ReclaimController {
   std::thread thread_;
 };
 
-}  // namespace gpufair::state
+}  // namespace gpufair::app

@@ -1,24 +1,13 @@
-#include "gpufair/state/reclaim_controller.h"
+#include "reclaim_controller.h"
 
 #include <algorithm>
 #include <exception>
 #include <set>
 
-namespace gpufair::state {
+namespace gpufair::app {
 
-const char* evictOutcomeName(EvictOutcome outcome) {
-  switch (outcome) {
-    case EvictOutcome::kEvicted:
-      return "evicted";
-    case EvictOutcome::kRefused:
-      return "refused";
-    case EvictOutcome::kNotFound:
-      return "not-found";
-    case EvictOutcome::kError:
-      return "error";
-  }
-  return "unknown";
-}
+using state::EvictOutcome;
+using state::EvictResult;
 
 // What one round knows beyond the snapshot: what is already going, held and promised.
 struct ReclaimController::Round {
@@ -33,9 +22,9 @@ struct ReclaimController::Round {
   std::vector<policy::ReclaimPlan> dryRun;
 };
 
-ReclaimController::ReclaimController(Mirror& mirror, Evictor& evictor, ClockPtr clock,
+ReclaimController::ReclaimController(state::Mirror& mirror, state::Evictor& evictor, ClockPtr clock,
                                      ReclaimSettings settings, std::function<bool()> isLeader,
-                                     ReclaimObserver* observer)
+                                     state::ReclaimObserver* observer)
     : mirror_(mirror),
       evictor_(evictor),
       clock_(std::move(clock)),
@@ -269,4 +258,4 @@ ReclaimController::Result ReclaimController::reclaimFor(Round& r, const policy::
   return Result::kWaiting;
 }
 
-}  // namespace gpufair::state
+}  // namespace gpufair::app

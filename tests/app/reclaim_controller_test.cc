@@ -1,6 +1,6 @@
 // ReclaimController over a real Mirror with a scripted Evictor: what a round evicts, what it holds,
 // and how it reacts to refusals, dry run, leadership and its own thread.
-#include "gpufair/state/reclaim_controller.h"
+#include "reclaim_controller.h"
 
 #include <atomic>
 #include <map>
@@ -8,12 +8,16 @@
 
 #include <gtest/gtest.h>
 
-#include "gpufair/state/mirror_evictor.h"
-
 #include "testing/builders.h"
 
-namespace gpufair::state {
+namespace gpufair::app {
 namespace {
+
+using state::Evictor;
+using state::EvictOutcome;
+using state::EvictResult;
+using state::Mirror;
+using state::ReclaimObserver;
 
 using testing::MakeNode;
 using testing::MakePod;
@@ -49,7 +53,7 @@ class RecordingObserver final : public ReclaimObserver {
   }
   void evictionFailed(const policy::ReclaimPlan&, const policy::ReclaimVictim& v,
                       const EvictResult& r) override {
-    log.push_back(std::string("failed ") + v.pod->name + " " + evictOutcomeName(r.outcome));
+    log.push_back(std::string("failed ") + v.pod->name + " " + state::evictOutcomeName(r.outcome));
   }
   void reclaimed(const policy::ReclaimPlan& plan) override {
     log.push_back("reclaimed " + plan.reclaimer + " on " + plan.node);
@@ -275,18 +279,5 @@ TEST(ReclaimControllerTest, ThreadRunsRoundsUntilStopped) {
   EXPECT_EQ(f.mirror.findPod("uid-team-a-a4"), nullptr);
 }
 
-TEST(MirrorEvictorTest, DeletesThePodOrSaysItIsGone) {
-  auto clock = std::make_shared<testing::ManualClock>();
-  Mirror mirror(clock);
-  mirror.upsertNode(MakeNode("node-1").gpus(8));
-  const policy::Pod pod = MakePod("team-a", "a").gpus(8).on("node-1");
-  mirror.upsertPod(pod);
-  MirrorEvictor evictor(mirror);
-  EXPECT_EQ(evictor.evict(pod, "why").outcome, EvictOutcome::kEvicted);
-  EXPECT_EQ(mirror.findPod(pod.uid), nullptr);
-  EXPECT_EQ(mirror.snapshot()->findNode("node-1")->free(), testing::gpus(8));
-  EXPECT_EQ(evictor.evict(pod, "why").outcome, EvictOutcome::kNotFound);
-}
-
 }  // namespace
-}  // namespace gpufair::state
+}  // namespace gpufair::app
