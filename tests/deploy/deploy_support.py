@@ -26,7 +26,8 @@ import fetch_helm  # noqa: E402
 
 # Kinds that live in a namespace (everything else the deployment uses is cluster-scoped).
 NAMESPACED = {"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Deployment", "Service",
-              "PodDisruptionBudget", "ServiceMonitor", "Pod", "Job", "Secret", "Lease"}
+              "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Pod", "Job", "Secret",
+              "Lease"}
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "Node"}
 
 # Value sets the chart is rendered with in the checks: the defaults and every optional branch.
@@ -34,7 +35,8 @@ VALUE_VARIANTS = {
     "defaults": {},
     "everything-on": {
         "tls": {"enabled": True, "secretName": "gpufair-tls", "clientAuth": True},
-        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}},
+        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+                    "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}}},
         "extender": {"managedResources": [{"name": "nvidia.com/gpu",
                                            "ignoredByScheduler": False}]},
         "imagePullSecrets": [{"name": "regcred"}],

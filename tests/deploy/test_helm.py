@@ -36,6 +36,8 @@ class TemplateTest(unittest.TestCase):
         self.assertNotIn("Service", kinds("metrics-off"))
         self.assertIn("ServiceMonitor", kinds("everything-on"))
         self.assertNotIn("ServiceMonitor", kinds("defaults"))
+        self.assertIn("PrometheusRule", kinds("everything-on"))
+        self.assertNotIn("PrometheusRule", kinds("defaults"))
         args = [c for c in deployment("everything-on")["spec"]["template"]["spec"]["containers"]
                 if c["name"] == "gpufair"][0]["args"]
         self.assertTrue(any(a.startswith("--tls-cert=") for a in args), args)
@@ -87,6 +89,8 @@ class SchemaTest(unittest.TestCase):
         ("zero replicas", {"replicas": 0}, "replicas: Must be greater than or equal to 1"),
         ("replicas as a string", {"replicas": "two"}, "replicas: Invalid type"),
         ("metrics port out of range", {"metrics": {"port": 70000}}, "metrics.port"),
+        ("alert toggle not a boolean", {"metrics": {"prometheusRule": {"enabled": "yes"}}},
+         "metrics.prometheusRule.enabled: Invalid type"),
     ]
 
     def test_template_and_lint_refuse_bad_values(self):

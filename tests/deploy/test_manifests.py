@@ -154,13 +154,14 @@ class AgreementTest(unittest.TestCase):
         for where, obj in manifest_objects():
             manifests[key(obj)] = (where, obj)
         # The chart doesn't create its namespace (helm install --create-namespace); the
-        # ServiceMonitor is opt-in in the chart and a separate file in the manifests.
+        # ServiceMonitor and PrometheusRule are opt-in in the chart and separate files in the
+        # manifests.
         only_in_manifests = {("v1", "Namespace", None, NAMESPACE)}
         rendered = {key(obj): (t, obj) for t, obj in render("defaults")}
-        with_monitor = {key(obj): (t, obj) for t, obj in render(
-            overrides={"metrics": {"serviceMonitor": {"enabled": True}}})}
+        with_monitor = {key(obj): (t, obj) for t, obj in render(overrides={"metrics": {
+            "serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}})}
         for k, v in with_monitor.items():
-            if k[1] == "ServiceMonitor":
+            if k[1] in ("ServiceMonitor", "PrometheusRule"):
                 rendered[k] = v
         self.assertEqual(sorted(set(manifests) - set(rendered) - only_in_manifests,
                                 key=str), [], "in deploy/manifests only")
