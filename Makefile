@@ -6,7 +6,7 @@
 # `test`:
 #   make fuzz  each libFuzzer target in tests/fuzz for FUZZ_SECONDS, from the same clang build
 #   make tsan  the concurrency tests (state, api, k8s, app) under ThreadSanitizer
-# Not in CI (about 30 min on 2 cores): make image-check  builds the Dockerfile for real with
+# Not in CI (about 20 min on 2 cores): make image-check  builds the Dockerfile for real with
 # mmdebstrap + buildah and runs gpufair inside the image.
 
 BUILD   ?= build
@@ -158,7 +158,8 @@ image:
 # The image built for real without a registry or a Docker engine, as root: a Debian 12 base made
 # by mmdebstrap, the Dockerfile built on it by buildah (vfs storage, chroot isolation), then
 # `gpufair version` and gpufair-probe run inside it (deploy/image/image-check.sh). Slow: it builds
-# gpufair inside the image (about 30 min on 2 cores), so CI does not run it.
+# gpufair inside the image (21 min on a busy 2-core machine; the image is 271 MB), so CI does not
+# run it.
 image-check:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="mmdebstrap buildah"
 	deploy/image/image-check.sh
