@@ -14,7 +14,8 @@ RUN apt-get update -qq \
 WORKDIR /src
 # The Makefile alone first: the package layer is rebuilt only when the package list changes.
 COPY Makefile ./
-RUN make deps && rm -rf /var/lib/apt/lists/*
+# (Without the packages only the tests need: Helm's npm, prometheus, python3.)
+RUN make deps TEST_TOOL_PACKAGES= && rm -rf /var/lib/apt/lists/*
 COPY CMakeLists.txt ./
 COPY include ./include
 COPY src ./src

