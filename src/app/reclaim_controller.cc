@@ -1,3 +1,5 @@
+#include <spdlog/spdlog.h>
+
 #include "reclaim_controller.h"
 
 #include <algorithm>
@@ -211,6 +213,14 @@ ReclaimController::Result ReclaimController::reclaimFor(Round& r, const policy::
       r.dryRun.push_back(plan);
       if (observer_) observer_->dryRun(plan);
       return Result::kActed;
+    }
+    // The waiting pod must still exist and wait, as the API server (the watch) says now: a pod
+    // deleted or bound since the round's snapshot is worth no eviction.
+    if (const policy::PodPtr current = mirror_.findPod(pod->uid);
+        current == nullptr || !current->nodeName.empty() || current->isFinished() ||
+        current->terminating) {
+      spdlog::info("reclaim: {} no longer waits; nothing evicted for it", pod->key());
+      return evictedForThis.empty() ? Result::kNotNeeded : Result::kActed;
     }
     bool dropped = false;
     for (const auto& victim : plan.victims) {

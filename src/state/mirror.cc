@@ -8,7 +8,9 @@ namespace gpufair::state {
 Mirror::Mirror(ClockPtr clock, MirrorOptions options)
     : clock_(std::move(clock)),
       options_(options),
-      builder_(SnapshotBuilderOptions{options.fit, options.seed, options.workloadDecay}) {}
+      builder_(SnapshotBuilderOptions{options.fit, options.seed, options.workloadDecay}) {
+  cache_.setOfferedIsDemand(options.offeredPodsAreDemand);
+}
 
 void Mirror::setScorer(std::shared_ptr<const policy::Scorer> scorer) {
   std::lock_guard lock(mu_);

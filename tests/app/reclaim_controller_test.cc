@@ -75,9 +75,14 @@ policy::Pod startedAgo(policy::Pod pod, const Clock& clock, int minutes) {
 // 4 nodes x 10 GPUs; team-a and team-b deserve 20 each; team-a runs 40 (node-4: 8 + 2), team-b
 // is idle and then asks for 8 GPUs.
 struct Fixture {
-  explicit Fixture(bool deletes = true, ReclaimSettings settings = {})
+  explicit Fixture(bool deletes = true, ReclaimSettings settings = {},
+                   bool offeredIsDemand = true)
       : clock(std::make_shared<testing::ManualClock>()),
-        mirror(clock),
+        mirror(clock, [&] {
+          state::MirrorOptions options;
+          options.offeredPodsAreDemand = offeredIsDemand;
+          return options;
+        }()),
         evictor(mirror, deletes),
         controller(
             mirror, evictor, clock, settings, [this] { return leader.load(); }, &observer) {
@@ -139,6 +144,22 @@ TEST(ReclaimControllerTest, EvictsTheFewestBorrowedPodsAndHoldsTheNode) {
   EXPECT_EQ(stats.inFlight, 0);
   EXPECT_EQ(f.evictor.calls.size(), 1u);
   EXPECT_TRUE(f.mirror.reservations().empty());
+}
+
+// Against an API server a late /filter for a pod already deleted is no demand: reclaim evicts
+// nothing for it (in a real cluster it evicted a running pod for such a phantom). Once the watch
+// shows the pod, it is demand and reclaim acts.
+TEST(ReclaimControllerTest, APodOnlyOfferedIsNoDemandAgainstAnApiServer) {
+  Fixture f(/*deletes=*/true, {}, /*offeredIsDemand=*/false);
+  f.submitB();
+  ReclaimRoundStats stats = f.controller.runOnce();
+  EXPECT_EQ(stats.owed, 0);
+  EXPECT_EQ(stats.evicted, 0);
+  EXPECT_TRUE(f.evictor.calls.empty());
+  f.mirror.upsertPod(MakePod("team-b", "big").gpus(8));
+  stats = f.controller.runOnce();
+  EXPECT_EQ(stats.evicted, 1);
+  EXPECT_EQ(f.evictor.calls, std::vector<std::string>{"a4"});
 }
 
 TEST(ReclaimControllerTest, VictimsStillShowingAreNotEvictedTwice) {

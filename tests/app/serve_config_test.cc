@@ -150,6 +150,25 @@ TEST(ServeConfigTest, EveryKubeFlagLandsInTheConfig) {
   EXPECT_EQ(c.kube.renewDeadline, 20s);
   EXPECT_EQ(c.kube.retryPeriod, 5s);
   EXPECT_EQ(c.kube.staleAfter, 2min);
+  EXPECT_EQ(c.kube.followLeaseName, "");
+  EXPECT_EQ(c.kube.schedulerName, "gpufair");
+  EXPECT_FALSE(c.mirror.offeredPodsAreDemand) << "demand is what the API server says exists";
+}
+
+TEST(ServeConfigTest, FollowingTheSchedulerLeaseAndItsProfile) {
+  const ServeConfig c = parseOk({"--follow-scheduler-lease", "gpufair-system/gpufair-scheduler",
+                                 "--scheduler-name", "gpu-profile"});
+  EXPECT_EQ(c.kube.followLeaseNs, "gpufair-system");
+  EXPECT_EQ(c.kube.followLeaseName, "gpufair-scheduler");
+  EXPECT_EQ(c.kube.schedulerName, "gpu-profile");
+  for (const char* bad : {"gpufair-scheduler", "/x", "ns/", "a/b/c"}) {
+    EXPECT_EQ(parseError({"--follow-scheduler-lease", bad}),
+              "--follow-scheduler-lease must be NAMESPACE/NAME, e.g. "
+              "gpufair-system/gpufair-scheduler")
+        << bad;
+  }
+  EXPECT_TRUE(parseOk({"--cluster", "c.yaml"}).mirror.offeredPodsAreDemand)
+      << "a cluster file has no watch: offered pods are its demand";
 }
 
 TEST(ServeConfigTest, AClusterFileIsServedInItsNamespaceWithoutCheckingLeaderElection) {

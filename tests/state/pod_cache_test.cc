@@ -94,6 +94,7 @@ class Harness {
     return copy;
   }
   const PodCache& cache() const { return cache_; }
+  void offeredIsDemand(bool offered) { cache_.setOfferedIsDemand(offered); }
   void assume(policy::PodPtr placed) { cache_.assume(std::move(placed), now_); }
   Stage stage() const {
     const PodCache::Entry* e = cache_.find(kUid);
@@ -188,6 +189,34 @@ TEST(PodCacheLifeCycle, EachStepSequenceEndsInItsStage) {
                                                               : std::vector<std::string>{});
     EXPECT_EQ(cache.isAssumed(kUid), c.stage == Stage::kAssumed);
   }
+}
+
+// Against an API server a pod only offered is remembered (so /bind finds it) but is not demand
+// until the API shows it; one the API deleted and kube-scheduler offers late is no demand either.
+TEST(PodCacheDemand, OfferedPodsAreDemandOnlyOnceTheApiShowsThem) {
+  struct Case {
+    const char* name;
+    std::vector<Op> ops;
+    bool demand;
+  };
+  const std::vector<Case> cases = {
+      {"only offered", {Op::kOffer}, false},
+      {"offered, then listed", {Op::kOffer, Op::kListUnbound}, true},
+      {"listed, then offered", {Op::kListUnbound, Op::kOffer}, true},
+      {"deleted, then a late offer", {Op::kListUnbound, Op::kRemove, Op::kOffer}, false},
+      {"assumed and forgotten, only offered", {Op::kOffer, Op::kAssume, Op::kForget}, false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    Harness h;
+    h.offeredIsDemand(false);
+    for (Op op : c.ops) h.apply(op);
+    EXPECT_EQ(h.pendingHas(kUid), c.demand);
+    EXPECT_NE(h.cache().findPod(kUid), nullptr) << "still known, for /bind";
+  }
+  Harness fileMode;  // the default: a cluster file or the simulator has no watch
+  fileMode.apply(Op::kOffer);
+  EXPECT_TRUE(fileMode.pendingHas(kUid));
 }
 
 // forget() and expire() undo an assumption the same way: the borrowed mark and label, the GPU

@@ -56,6 +56,9 @@ struct MirrorOptions {
   double workloadDecay = 0.999;
   // How long a gang's reservations wait for all its members to be placed.
   std::chrono::seconds gangTimeout{5 * 60};
+  // Whether a pod only offered by kube-scheduler (never seen from the API server or the cluster
+  // file) is pending demand. serve sets false against an API server (see PodCache).
+  bool offeredPodsAreDemand = true;
 };
 
 // reserveGang's answer: what the gang holds now.

@@ -8,7 +8,10 @@
 //   any --upsert(Succeeded / Failed)--> finished: holds no GPUs
 //
 //   Pending:  kube-scheduler offered the pod to /filter or /prioritize (or the API shows it
-//             unbound); its request counts as its queue's pending demand.
+//             unbound); its request counts as its queue's pending demand, unless only offered
+//             and setOfferedIsDemand(false): against an API server, demand is what the API
+//             server says exists, so a late /filter for a pod deleted meanwhile is remembered
+//             (for /bind) but never becomes demand that reclaim would evict for.
 //   Assumed:  /bind placed it: it holds its GPUs on the node at once. An unbound version from a
 //             lagging watch keeps the assumption (and the GPU index and the borrowed mark given
 //             at bind). Reset back to Pending: node, borrowed mark and label, GPU index cleared.
@@ -61,6 +64,9 @@ class PodCache {
   };
 
   explicit PodCache(DirtySet& dirty) : dirty_(dirty) {}
+  // Whether pods only offered (never seen from the API server or the cluster file) count as
+  // pending demand. Default true (file mode and the simulator); set before the first pod.
+  void setOfferedIsDemand(bool offered) { offeredIsDemand_ = offered; }
   PodCache(const PodCache&) = delete;
   PodCache& operator=(const PodCache&) = delete;
 
@@ -119,6 +125,7 @@ class PodCache {
   std::unordered_map<std::string, Entry> pods_;  // by uid
   std::unordered_map<std::string, std::set<std::string>> podsOnNode_;
   std::map<std::string, policy::PodPtr> pendingSet_;                    // by uid
+  bool offeredIsDemand_ = true;
   std::unordered_map<std::string, std::set<std::string>> gangMembers_;  // by Pod::gangKey
   std::set<std::string> assumed_;
 };
