@@ -4,6 +4,7 @@
 // Thread-safety: immutable after construction; share as std::shared_ptr<const ClusterSnapshot>.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -190,6 +191,8 @@ class ClusterSnapshot {
   std::uint64_t generation() const { return generation_; }
   std::span<const NodeStatePtr> nodes() const { return nodes_; }
   const NodeState* findNode(std::string_view name) const;
+  // The node's index in nodes(); -1 when there is no such node.
+  std::ptrdiff_t nodeIndex(std::string_view name) const;
   std::span<const PodPtr> pending() const { return pending_; }
   const QuotaConfig& quotaConfig() const { return quota_; }
   std::span<const QueueState> queues() const { return queues_; }  // configured queues, then default
