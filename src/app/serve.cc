@@ -53,8 +53,7 @@ const std::vector<FlagSpec>& serveFlags() {
        "gpufair's own namespace: quota ConfigMaps and the Lease live here (default: the service "
        "account's namespace in a cluster, else gpufair-system)",
        ""},
-      {"scorer", "placement strategy: blockfit, fgd, fgdplus, bestfit, binpack, spread, ...",
-       policy::kDefaultScorer},
+      {"scorer", "placement strategy: " + scorerList(), policy::kDefaultScorer},
       {"threads", "HTTP io threads", "2"},
       {"max-body-bytes", "largest request body accepted (413 beyond)", std::to_string(64u << 20)},
       {"max-header-bytes", "largest request header accepted (431 beyond)",
@@ -212,9 +211,8 @@ int runServe(const std::vector<std::string>& argv) {
 
   std::shared_ptr<const policy::Scorer> scorer = policy::makeScorer(args.get("scorer"));
   if (!scorer) {
-    std::string known;
-    for (const auto& n : policy::scorerNames()) known += (known.empty() ? "" : ", ") + n;
-    return fail("--scorer " + args.get("scorer") + " is not a known strategy (" + known + ")", 2);
+    return fail(
+        "--scorer " + args.get("scorer") + " is not a known strategy (" + scorerList() + ")", 2);
   }
 
   state::Mirror mirror(std::make_shared<SystemClock>(), mirrorOptions);
