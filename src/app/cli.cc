@@ -1,6 +1,11 @@
 #include "cli.h"
 
 #include <charconv>
+#include <iostream>
+
+#include "gpufair/policy/scorer.h"
+
+#include "commands.h"
 
 namespace gpufair::app {
 
@@ -79,6 +84,34 @@ Result<long long> parseMillis(const std::string& text) {
   if (unit == "m") return n * 60'000;
   if (unit == "h") return n * 3'600'000;
   return Result<long long>::failure("\"" + text + "\" is not a duration like 500ms, 10s or 2m");
+}
+
+std::string scorerList() {
+  std::string out;
+  for (const auto& s : policy::scorerRegistry())
+    out += (out.empty() ? "" : ", ") + std::string(s.name);
+  return out;
+}
+
+int runScorers(const std::vector<std::string>& args) {
+  const std::vector<FlagSpec> specs = {
+      {"describe", "print each strategy's one-line description after its name", "", true}};
+  auto parsed = parseArgs(args, specs);
+  if (!parsed || !parsed->positional.empty()) {
+    std::cerr << (parsed ? "unexpected argument " + parsed->positional.front() : parsed.error())
+              << "\n\n"
+              << usage("scorers [--describe]",
+                       "Lists the placement strategies (--scorer, --policy), one per line.", specs);
+    return 2;
+  }
+  const bool describe = parsed->get("describe") == "true";
+  for (const auto& s : policy::scorerRegistry()) {
+    std::cout << s.name;
+    if (describe)
+      std::cout << std::string(s.name.size() < 12 ? 12 - s.name.size() : 1, ' ') << s.description;
+    std::cout << "\n";
+  }
+  return 0;
 }
 
 }  // namespace gpufair::app

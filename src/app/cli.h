@@ -33,4 +33,7 @@ std::string usage(const std::string& command, const std::string& summary,
 // "10s", "500ms", "2m" -> milliseconds; errors name the text.
 Result<long long> parseMillis(const std::string& text);
 
+// The scorer registry's names (policy::scorerRegistry), joined by ", ", for help and errors.
+std::string scorerList();
+
 }  // namespace gpufair::app

@@ -11,5 +11,6 @@ int runValidate(const std::vector<std::string>& args);
 int runSimulate(const std::vector<std::string>& args);
 int runTop(const std::vector<std::string>& args);
 int runExplain(const std::vector<std::string>& args);
+int runScorers(const std::vector<std::string>& args);  // cli.cc: the scorer registry
 
 }  // namespace gpufair::app

@@ -15,6 +15,7 @@ Commands:
   simulate   replay a trace through the engine (see: gpufair simulate --help)
   top        watch a running service: nodes, queues, pending pods (see: gpufair top --help)
   explain    why a pod is pending, node by node (see: gpufair explain --help)
+  scorers    list the placement strategies (--describe: with what each does)
   version    print the version
 
 gpufair shares GPUs fairly between teams: per-team quotas, fragmentation-aware placement,
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
     if (command == "simulate") return gpufair::app::runSimulate(args);
     if (command == "top") return gpufair::app::runTop(args);
     if (command == "explain") return gpufair::app::runExplain(args);
+    if (command == "scorers") return gpufair::app::runScorers(args);
     if (command == "version" || command == "--version") {
       std::cout << "gpufair " << GPUFAIR_VERSION << "\n";
       return 0;

@@ -6,6 +6,8 @@
 
 #include "gpufair/policy/scorer.h"
 
+#include "cli.h"
+
 namespace gpufair::app {
 namespace {
 
@@ -44,8 +46,7 @@ std::vector<FlagSpec> ownFlags() {
        "gpufair's own namespace: quota ConfigMaps and the Lease live here (default: the service "
        "account's namespace in a cluster, else gpufair-system)",
        ""},
-      {"scorer", "placement strategy: blockfit, fgd, fgdplus, bestfit, binpack, spread, ...",
-       policy::kDefaultScorer},
+      {"scorer", "placement strategy: " + scorerList(), policy::kDefaultScorer},
       {"threads", "HTTP io threads", "2"},
       {"max-body-bytes", "largest request body accepted (413 beyond)", std::to_string(64u << 20)},
       {"max-header-bytes", "largest request header accepted (431 beyond)",

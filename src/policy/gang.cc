@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "gpufair/policy/undo_log.h"
+
 namespace gpufair::policy {
 namespace {
 
@@ -19,54 +21,49 @@ Need needOf(const Pod& pod, bool cpuMemory) {
           cpuMemory ? pod.memoryBytes : 0};
 }
 
-// A node's room for the gang: what its members may still take.
+// A pod taking exactly `need` (a fractional member reserves a whole GPU).
+PodPtr shapeOf(const Need& need) {
+  auto pod = std::make_shared<Pod>();
+  pod->setWholeGpus(need.whole);
+  pod->cpuMilli = need.cpu;
+  pod->memoryBytes = need.memory;
+  return pod;
+}
+
+// A node's room for the gang: what its members may still take (CPU and memory only when checked).
 struct Room {
   int whole = 0;
   std::int64_t cpu = 0;
   std::int64_t memory = 0;
 };
 
-// Free room on a copy of the snapshot's nodes; placements are undone back to a checkpoint.
-class PlacementSession {
- public:
-  explicit PlacementSession(std::vector<Room> rooms) : rooms_(std::move(rooms)) {}
-
-  const Room& room(std::size_t node) const { return rooms_[node]; }
-  bool fits(std::size_t node, const Need& need) const {
-    const Room& r = rooms_[node];
-    return r.whole >= need.whole && r.cpu >= need.cpu && r.memory >= need.memory;
-  }
-  void place(std::size_t node, const Need& need) {
-    adjust(node, need, -1);
-    log_.push_back({node, need});
-  }
-  std::size_t checkpoint() const { return log_.size(); }
-  void rollback(std::size_t mark) {
-    while (log_.size() > mark) {
-      adjust(log_.back().node, log_.back().need, +1);
-      log_.pop_back();
-    }
-  }
-
- private:
-  struct Placement {
-    std::size_t node;
-    Need need;
-  };
-  void adjust(std::size_t node, const Need& need, int sign) {
-    Room& r = rooms_[node];
-    r.whole += sign * need.whole;
-    r.cpu += sign * need.cpu;
-    r.memory += sign * need.memory;
-  }
-  std::vector<Room> rooms_;
-  std::vector<Placement> log_;
-};
-
 struct Member {
   const Pod* pod;
   Need need;
   std::string uid;  // empty: not offered yet
+  PodPtr shape;     // what the plan places: need.whole whole GPUs, need.cpu, need.memory
+};
+
+// Free room on the undo log's copy of the snapshot's nodes, for `holder` (the gang's reservations
+// are its own).
+class Rooms {
+ public:
+  Rooms(UndoLog& log, const Pod& holder, bool cpuMemory)
+      : log_(log), holder_(holder), cpuMemory_(cpuMemory) {}
+  Room room(std::size_t node) const {
+    return {log_.wholeGpusFor(node, holder_), cpuMemory_ ? log_.cpuFree(node) : 0,
+            cpuMemory_ ? log_.memoryFree(node) : 0};
+  }
+  bool fits(std::size_t node, const Need& need) const {
+    const Room r = room(node);
+    return r.whole >= need.whole && r.cpu >= need.cpu && r.memory >= need.memory;
+  }
+  UndoLog& log() { return log_; }
+
+ private:
+  UndoLog& log_;
+  const Pod& holder_;
+  bool cpuMemory_;
 };
 
 // Depth-first search over members (largest first), nodes best fit first. Greedy: the first
@@ -75,15 +72,18 @@ struct Member {
 // level; both only cut placements that are permutations of ones already tried.
 class GangSearch {
  public:
-  GangSearch(const ClusterSnapshot& snapshot, std::vector<Member>& members, PlacementSession& s,
+  GangSearch(const ClusterSnapshot& snapshot, std::vector<Member>& members, Rooms& rooms,
              int maxSteps, bool greedy)
-      : snapshot_(snapshot), members_(members), session_(s), maxSteps_(maxSteps), greedy_(greedy) {
+      : snapshot_(snapshot),
+        members_(members),
+        rooms_(rooms),
+        maxSteps_(maxSteps),
+        greedy_(greedy) {
     chosen_.assign(members.size(), 0);
   }
 
   bool run() { return place(0); }
   bool exhausted() const { return steps_ > maxSteps_; }
-  std::size_t chosen(std::size_t member) const { return chosen_[member]; }
 
  private:
   bool eligible(std::size_t node, const Member& m) const {
@@ -100,15 +100,15 @@ class GangSearch {
     const std::size_t from = sameAsPrevious && !greedy_ ? chosen_[k - 1] : 0;
     std::vector<std::size_t> candidates;
     for (std::size_t i = from; i < snapshot_.nodes().size(); ++i) {
-      if (session_.fits(i, m.need) && eligible(i, m)) candidates.push_back(i);
+      if (rooms_.fits(i, m.need) && eligible(i, m)) candidates.push_back(i);
     }
     std::stable_sort(candidates.begin(), candidates.end(), [&](std::size_t a, std::size_t b) {
-      return session_.room(a).whole < session_.room(b).whole;
+      return rooms_.room(a).whole < rooms_.room(b).whole;
     });
     std::vector<std::pair<const NodeState*, Room>> tried;
     for (std::size_t i : candidates) {
       const NodeState& n = *snapshot_.nodes()[i];
-      const Room& r = session_.room(i);
+      const Room r = rooms_.room(i);
       const bool same = std::any_of(tried.begin(), tried.end(), [&](const auto& t) {
         return t.second.whole == r.whole && t.second.cpu == r.cpu && t.second.memory == r.memory &&
                t.first->node().gpuModel == n.node().gpuModel &&
@@ -117,11 +117,11 @@ class GangSearch {
       if (same) continue;
       if (++steps_ > maxSteps_) return false;
       tried.emplace_back(&n, r);
-      const std::size_t mark = session_.checkpoint();
-      session_.place(i, m.need);
+      const UndoLog::Mark mark = rooms_.log().checkpoint();
+      rooms_.log().place(i, m.shape);
       chosen_[k] = i;
       if (place(k + 1)) return true;
-      session_.rollback(mark);
+      rooms_.log().rollback(mark);
       if (greedy_ || exhausted()) return false;
     }
     return false;
@@ -129,7 +129,7 @@ class GangSearch {
 
   const ClusterSnapshot& snapshot_;
   std::vector<Member>& members_;
-  PlacementSession& session_;
+  Rooms& rooms_;
   int maxSteps_;
   bool greedy_;
   int steps_ = 0;
@@ -200,16 +200,16 @@ GangPlan planGang(const ClusterSnapshot& snapshot, const Pod& member,
   // The members still to place: this one, the others offered so far, then ones like this.
   const bool cpuMemory = snapshot.fitOptions().checkCpuMemory;
   std::vector<Member> members;
-  members.push_back({&member, needOf(member, cpuMemory), member.uid});
+  members.push_back({&member, needOf(member, cpuMemory), member.uid, nullptr});
   auto known = [&](const PodPtr& p) {
     if (static_cast<int>(members.size()) < missing && p->uid != member.uid) {
-      members.push_back({p.get(), needOf(*p, cpuMemory), p->uid});
+      members.push_back({p.get(), needOf(*p, cpuMemory), p->uid, nullptr});
     }
   };
   if (gang != nullptr) std::for_each(gang->pending.begin(), gang->pending.end(), known);
   std::for_each(options.unplacedWithoutGpus.begin(), options.unplacedWithoutGpus.end(), known);
   while (static_cast<int>(members.size()) < missing) {
-    members.push_back({&member, needOf(member, cpuMemory), ""});
+    members.push_back({&member, needOf(member, cpuMemory), "", nullptr});
   }
 
   MilliGpu total = 0;
@@ -236,17 +236,13 @@ GangPlan planGang(const ClusterSnapshot& snapshot, const Pod& member,
     if (a.need.cpu != b.need.cpu) return a.need.cpu > b.need.cpu;
     return a.need.memory > b.need.memory;
   });
-  std::vector<Room> rooms;
-  rooms.reserve(snapshot.nodes().size());
-  for (const auto& n : snapshot.nodes()) {
-    rooms.push_back(
-        {n->wholeGpusFor(member), cpuMemory ? n->cpuFree() : 0, cpuMemory ? n->memoryFree() : 0});
-  }
-  PlacementSession session(std::move(rooms));
-  GangSearch greedy(snapshot, members, session, options.maxSteps, true);
+  for (auto& m : members) m.shape = shapeOf(m.need);
+  UndoLog log(snapshot);
+  Rooms rooms(log, member, cpuMemory);
+  GangSearch greedy(snapshot, members, rooms, options.maxSteps, true);
   const bool greedyFound = greedy.run();
-  GangSearch exhaustive(snapshot, members, session, options.maxSteps, false);
-  if (!greedyFound) session.rollback(0);
+  GangSearch exhaustive(snapshot, members, rooms, options.maxSteps, false);
+  if (!greedyFound) log.rollback(0);
   GangSearch& search = greedyFound ? greedy : exhaustive;
   if (!greedyFound && !exhaustive.run()) {
     const Member& largest = members.front();
@@ -273,9 +269,11 @@ GangPlan planGang(const ClusterSnapshot& snapshot, const Pod& member,
     plan.status = Status::unschedulable(std::move(reason));
     return plan;
   }
+  // The search placed member k as the k-th change.
+  const std::vector<Change> placed = log.commit();
   for (std::size_t k = 0; k < members.size(); ++k) {
     plan.slots.push_back(
-        {snapshot.nodes()[search.chosen(k)]->name(), members[k].pod->gpus, members[k].uid});
+        {snapshot.nodes()[placed[k].node]->name(), members[k].pod->gpus, members[k].uid});
   }
   return plan;
 }

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <optional>
 #include <string_view>
-#include <unordered_set>
 
 #include "gpufair/policy/admission.h"
 #include "gpufair/policy/fair_share.h"
+#include "gpufair/policy/undo_log.h"
 
 namespace gpufair::policy {
 namespace {
@@ -21,53 +21,18 @@ enum class Kind {
 struct Victim {
   const std::string* uid = nullptr;
   const Pod* pod = nullptr;
+  const PodPtr* ptr = nullptr;
   int queue = -1;
   Kind kind = Kind::kUnknown;
   bool kept = true;
   bool inQuota = false;
 };
 
-// The copy a plan works on: queue allocations, changed by evictions, undone by rollback.
-class Draft {
- public:
-  explicit Draft(const ClusterSnapshot& snapshot)
-      : queues_(snapshot.queues().begin(), snapshot.queues().end()) {}
-
-  std::size_t checkpoint() const { return log_.size(); }
-  void evict(int queue, MilliGpu gpus) {
-    if (queue < 0) return;
-    queues_[static_cast<std::size_t>(queue)].allocated -= gpus;
-    log_.push_back({queue, gpus});
-  }
-  void rollback(std::size_t checkpoint) {
-    while (log_.size() > checkpoint) {
-      queues_[static_cast<std::size_t>(log_.back().queue)].allocated += log_.back().gpus;
-      log_.pop_back();
-    }
-  }
-  std::span<const QueueState> queues() const { return queues_; }
-  const QueueState& queue(int index) const { return queues_[static_cast<std::size_t>(index)]; }
-  int indexOf(std::string_view name) const {
-    for (std::size_t i = 0; i < queues_.size(); ++i) {
-      if (queues_[i].quota.name == name) return static_cast<int>(i);
-    }
-    return -1;
-  }
-
- private:
-  struct Entry {
-    int queue;
-    MilliGpu gpus;
-  };
-  std::vector<QueueState> queues_;
-  std::vector<Entry> log_;
-};
-
-const Pod* findOn(const NodeState& node, std::string_view uid) {
+const PodPtr* findOn(const NodeState& node, std::string_view uid) {
   const auto& pods = node.pods();  // sorted by uid
   auto it = std::lower_bound(pods.begin(), pods.end(), uid,
                              [](const PodPtr& p, std::string_view u) { return p->uid < u; });
-  return it != pods.end() && (*it)->uid == uid ? it->get() : nullptr;
+  return it != pods.end() && (*it)->uid == uid ? &*it : nullptr;
 }
 
 // Borrowed-labelled first, then the youngest, then by uid.
@@ -94,42 +59,44 @@ class Planner {
   Planner(const ClusterSnapshot& snapshot, const Pod& preemptor)
       : snapshot_(snapshot),
         preemptor_(preemptor),
-        draft_(snapshot),
-        own_(draft_.indexOf(preemptor.queue)),
+        log_(snapshot),
+        own_(log_.queueIndex(preemptor.queue)),
         fairShare_(fairShareCounting(snapshot, preemptor)) {}
 
   bool borrowing() const {
     if (own_ < 0) return false;
-    const QueueState& q = draft_.queue(own_);
+    const QueueState& q = log_.queue(own_);
     return q.allocated + preemptor_.gpus > q.quota.gpu.deserved;
   }
 
-  // Decides one node's victims on the draft and rolls the draft back.
-  NodeOutcome plan(const NodeState& node, std::vector<Victim>& victims) {
-    const std::size_t checkpoint = draft_.checkpoint();
-    NodeOutcome outcome = decide(node, victims);
-    draft_.rollback(checkpoint);
+  // Decides one node's victims on the undo log and rolls it back.
+  NodeOutcome plan(std::size_t index, std::vector<Victim>& victims) {
+    const UndoLog::Mark checkpoint = log_.checkpoint();
+    NodeOutcome outcome = decide(index, victims);
+    log_.rollback(checkpoint);
     return outcome;
   }
 
  private:
   void classify(const NodeState& node, std::vector<Victim>& victims) const {
     for (Victim& v : victims) {
-      v.pod = findOn(node, *v.uid);
+      v.ptr = findOn(node, *v.uid);
+      v.pod = v.ptr == nullptr ? nullptr : v.ptr->get();
       if (v.pod == nullptr || !v.pod->holdsGpus() || v.pod->gpus <= 0) {
         v.kind = Kind::kUnknown;
         continue;
       }
-      v.queue = draft_.indexOf(v.pod->queue);
+      v.queue = log_.queueIndex(v.pod->queue);
       v.kind = v.queue < 0 ? Kind::kNoQuota : v.queue == own_ ? Kind::kOwn : Kind::kOther;
     }
   }
 
-  NodeOutcome decide(const NodeState& node, std::vector<Victim>& victims) {
+  NodeOutcome decide(std::size_t index, std::vector<Victim>& victims) {
+    const NodeState& node = *snapshot_.nodes()[index];
     NodeOutcome outcome;
     classify(node, victims);
     for (const Victim& v : victims) {
-      if (v.kind == Kind::kOwn || v.kind == Kind::kNoQuota) draft_.evict(v.queue, v.pod->gpus);
+      if (v.kind == Kind::kOwn || v.kind == Kind::kNoQuota) log_.removePod(*v.ptr);
     }
     const bool borrows = borrowing();
     std::vector<Victim*> others;
@@ -140,7 +107,7 @@ class Planner {
               [](const Victim* a, const Victim* b) { return evictedBefore(*a, *b); });
     const Victim* protectedVictim = nullptr;
     for (Victim* v : others) {
-      const QueueState& q = draft_.queue(v->queue);
+      const QueueState& q = log_.queue(v->queue);
       v->inQuota = q.allocated - v->pod->gpus < q.quota.gpu.deserved;
       if (v->inQuota && borrows) {
         v->kept = false;
@@ -148,24 +115,20 @@ class Planner {
         continue;
       }
       outcome.usesInQuota = outcome.usesInQuota || v->inQuota;
-      draft_.evict(v->queue, v->pod->gpus);
+      log_.removePod(*v->ptr);
     }
-
-    std::vector<PodPtr> remaining;
-    std::unordered_set<std::string_view> gone;
+    // Kept victims the quota does not count (no GPUs held) leave the node too.
     for (const Victim& v : victims) {
-      if (v.kept && v.pod != nullptr) gone.insert(v.pod->uid);
+      if (v.kept && v.kind == Kind::kUnknown && v.ptr != nullptr) log_.removePod(*v.ptr);
     }
-    for (const PodPtr& p : node.pods()) {
-      if (!gone.contains(p->uid)) remaining.push_back(p);
-    }
-    const NodeState after(node.node(), std::move(remaining), node.generation());
+    // The node without the kept victims (its reservations are not considered here).
+    const NodeState after(node.node(), log_.podsOn(index), node.generation());
     const std::string protectedNote =
         protectedVictim == nullptr
             ? std::string()
             : "; queue " + preemptor_.queue + " would borrow, and victim " +
                   protectedVictim->pod->key() + " is within queue " + protectedVictim->pod->queue +
-                  "'s deserved " + gpus(draft_.queue(protectedVictim->queue).quota.gpu.deserved);
+                  "'s deserved " + gpus(log_.queue(protectedVictim->queue).quota.gpu.deserved);
     if (!nodeFits(after, preemptor_, snapshot_.fitOptions())) {
       outcome.dropReason = "pod " + preemptor_.key() + " would not fit after the evictions (" +
                            fitsNode(after, preemptor_, snapshot_.fitOptions()).reason() + ")" +
@@ -175,7 +138,7 @@ class Planner {
     const MilliGpu freed =
         node.node().takesNewPods() && after.free() > node.free() ? after.free() - node.free() : 0;
     const Admission admission =
-        admitAfter(draft_.queues(), snapshot_.free() + freed, preemptor_, fairShare_);
+        admitAfter(log_.queues(), snapshot_.free() + freed, preemptor_, fairShare_);
     if (!admission.status.isOk()) {
       outcome.dropReason = "pod " + preemptor_.key() + " would not be admitted after the " +
                            "evictions: " + admission.status.reason() + protectedNote;
@@ -192,7 +155,7 @@ class Planner {
 
   const ClusterSnapshot& snapshot_;
   const Pod& preemptor_;
-  Draft draft_;
+  UndoLog log_;
   int own_;
   MilliGpu fairShare_;
 };
@@ -215,14 +178,14 @@ PreemptionPlan planPreemption(const ClusterSnapshot& snapshot, const Pod& preemp
       usesInQuota.push_back(false);
       continue;
     }
-    const NodeState* state = snapshot.findNode(node.node);
-    if (state == nullptr) {
+    const std::ptrdiff_t index = snapshot.nodeIndex(node.node);
+    if (index < 0) {
       out.dropped.push_back({node.node, "node " + node.node + " is not in gpufair's cluster view"});
       continue;
     }
     std::vector<Victim> victims(node.podUids.size());
     for (std::size_t i = 0; i < victims.size(); ++i) victims[i].uid = &node.podUids[i];
-    const NodeOutcome outcome = planner.plan(*state, victims);
+    const NodeOutcome outcome = planner.plan(static_cast<std::size_t>(index), victims);
     if (outcome.dropReason) {
       out.dropped.push_back({node.node, *outcome.dropReason});
       continue;

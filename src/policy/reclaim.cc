@@ -10,20 +10,79 @@
 namespace gpufair::policy {
 namespace reclaim_detail {
 
-// Greedy on a statement: by victim order (bySize false) or by GPUs freed here first (bySize true),
-// until the pod fits; then drops every victim not needed, least preferred first.
-std::optional<NodePlan> Planner::evaluate(const Candidate& c, bool bySize) const {
-  Statement st(*c.node, c.simple, c.releasing, c.releasingPods, queues_, snap_.fitOptions());
+MilliGpu Planner::consumed(int queue) const {
+  return queues_[static_cast<std::size_t>(queue)].allocated - log_.queue(queue).allocated;
+}
+
+MilliGpu Planner::consumedUnlabelled(int queue) const {
+  const QueueState& now = log_.queue(queue);
+  return queues_[static_cast<std::size_t>(queue)].unlabelledBase - (now.allocated - now.overQuota);
+}
+
+MilliGpu Planner::excessNow(int queue) const {
+  return queues_[static_cast<std::size_t>(queue)].excess() - consumed(queue);
+}
+
+bool Planner::canEvict(const Unit& unit) const {
+  for (const auto& [q, amount] : unit.cost) {
+    const QueueInfo& info = queues_[static_cast<std::size_t>(q)];
+    if (!info.victim || consumed(q) + amount > info.headroom()) return false;
+  }
+  for (const auto& [q, amount] : unit.unlabelledCost) {
+    const QueueInfo& info = queues_[static_cast<std::size_t>(q)];
+    if (consumedUnlabelled(q) + amount > info.unlabelledHeadroom()) return false;
+  }
+  return true;
+}
+
+void Planner::evict(const Unit& unit) {
+  for (const auto& m : unit.members) log_.removePod(m);
+}
+
+void Planner::restore(const Unit& unit) {
+  for (const auto& m : unit.members) log_.restorePod(*m);
+}
+
+bool Planner::fitsNow(const Candidate& c) const {
+  const NodeState& node = *c.node;
+  if (c.simple) {
+    // Every GPU is whole-used or free: fully free GPUs = free / 1000, and the largest free share of
+    // one GPU is a whole GPU when any is free. Whole GPUs reserved here for other holders are not
+    // free for this pod.
+    const MilliGpu free = log_.free(c.index) - c.blocked;
+    const MilliGpu need =
+        pod_.isFractional()
+            ? kMilliPerGpu
+            : std::max(pod_.gpus, static_cast<MilliGpu>(pod_.gpuCount()) * kMilliPerGpu);
+    if (free < need) return false;
+    if (snap_.fitOptions().checkCpuMemory) {
+      const Node& n = node.node();
+      if (pod_.cpuMilli > 0 && n.cpuMilli - log_.cpuUsed(c.index) < pod_.cpuMilli) return false;
+      if (pod_.memoryBytes > 0 && n.memoryBytes - log_.memoryUsed(c.index) < pod_.memoryBytes)
+        return false;
+    }
+    return true;
+  }
+  if (!log_.changed(c.index)) return nodeFits(node, pod_, snap_.fitOptions());
+  // Rebuild only this node without the victims and the pods being evicted, and ask nodeFits.
+  return nodeFits(log_.nodeAfter(c.index), pod_, snap_.fitOptions());
+}
+
+// Greedy on the undo log: by victim order (bySize false) or by GPUs freed here first (bySize
+// true), until the pod fits; then drops every victim not needed, least preferred first. The log is
+// rolled back before returning.
+std::optional<NodePlan> Planner::evaluate(const Candidate& c, bool bySize) {
+  const UndoLog::Mark start = log_.checkpoint();
   std::vector<char> taken(c.units.size(), 0);
   std::vector<const Unit*> order;
-  while (!st.fits(pod_)) {
+  while (!fitsNow(c)) {
     int pick = -1;
     Rank pickRank;
     for (std::size_t i = 0; i < c.units.size(); ++i) {
       const Unit& u = c.units[i];
-      if (taken[i] || !st.canEvict(u)) continue;
+      if (taken[i] || !canEvict(u)) continue;
       const QueueInfo& q = queues_[static_cast<std::size_t>(u.queue)];
-      const Rank r{u.borrowed, st.excessNow(u.queue), q.name, u.youngest, u.members.front()->uid};
+      const Rank r{u.borrowed, excessNow(u.queue), q.name, u.youngest, u.members.front()->uid};
       const Unit* best = pick < 0 ? nullptr : &c.units[static_cast<std::size_t>(pick)];
       const bool first = best == nullptr ||
                          (bySize && u.here.gpus != best->here.gpus ? u.here.gpus > best->here.gpus
@@ -33,19 +92,25 @@ std::optional<NodePlan> Planner::evaluate(const Candidate& c, bool bySize) const
         pickRank = r;
       }
     }
-    if (pick < 0) return std::nullopt;
+    if (pick < 0) {
+      log_.rollback(start);
+      return std::nullopt;
+    }
     taken[static_cast<std::size_t>(pick)] = 1;
-    st.evict(c.units[static_cast<std::size_t>(pick)]);
+    evict(c.units[static_cast<std::size_t>(pick)]);
     order.push_back(&c.units[static_cast<std::size_t>(pick)]);
   }
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const std::size_t checkpoint = st.checkpoint();
-    st.restore(**it);
-    if (!st.fits(pod_)) st.rollback(checkpoint);
+    const UndoLog::Mark mark = log_.checkpoint();
+    restore(**it);
+    if (!fitsNow(c)) log_.rollback(mark);
   }
   NodePlan plan;
   plan.candidate = &c;
-  plan.units = st.commit();
+  for (const Unit* u : order) {
+    if (log_.isRemoved(*u->members.front())) plan.units.push_back(u);
+  }
+  log_.rollback(start);
   std::sort(plan.units.begin(), plan.units.end(), [this](const Unit* a, const Unit* b) {
     return ranksBefore(staticRank(*a), staticRank(*b));
   });
@@ -134,6 +199,10 @@ ReclaimOutcome Planner::run() {
                                            ": it may borrow idle GPUs but not reclaim them");
   }
   noteReleasing();
+  for (std::size_t i = 0; i < queues_.size(); ++i) {
+    const QueueState& now = log_.queue(static_cast<int>(i));
+    queues_[i].unlabelledBase = now.allocated - now.overQuota;
+  }
   bool anyVictimQueue = false;
   for (std::size_t i = 0; i < queues_.size(); ++i) {
     QueueInfo& q = queues_[i];
@@ -145,8 +214,8 @@ ReclaimOutcome Planner::run() {
 
   std::vector<Candidate> candidates;
   MilliGpu reachable = 0;
-  for (const auto& ptr : snap_.nodes()) {
-    const NodeState& node = *ptr;
+  for (std::size_t index = 0; index < snap_.nodes().size(); ++index) {
+    const NodeState& node = *snap_.nodes()[index];
     if (!node.node().takesNewPods() || !pod_.allowsModel(node.node().gpuModel) ||
         node.allocatable() < pod_.gpus ||
         (!options_.excludedNodes.empty() && options_.excludedNodes.count(node.name()) > 0)) {
@@ -154,11 +223,11 @@ ReclaimOutcome Planner::run() {
     }
     Candidate c;
     c.node = &node;
+    c.index = index;
     if (auto it = releasingByNode_.find(node.name()); it != releasingByNode_.end()) {
       c.releasingPods = it->second;
       for (const auto& p : c.releasingPods) c.releasing += freedBy(*p);
-      if (Statement(node, false, c.releasing, c.releasingPods, queues_, snap_.fitOptions())
-              .fits(pod_)) {
+      if (nodeFits(log_.nodeAfter(index), pod_, snap_.fitOptions())) {
         return outcome(Kind::kNotNeeded, "pod " + pod_.key() + " fits on node " + node.name() +
                                              " once pods being evicted there are gone");
       }
@@ -208,12 +277,13 @@ ReclaimOutcome Planner::run() {
     }
     if (!best) {
       // For the refusal: what the rules let this node free.
-      Statement st(*c.node, c.simple, c.releasing, c.releasingPods, queues_, snap_.fitOptions());
+      const UndoLog::Mark mark = log_.checkpoint();
       for (const Unit& u : c.units) {
-        if (st.canEvict(u)) st.evict(u);
+        if (canEvict(u)) evict(u);
       }
-      reachable =
-          std::max(reachable, std::min(c.node->free() + st.freed().gpus, c.node->allocatable()));
+      const MilliGpu freed = c.node->used() - log_.used(c.index);
+      reachable = std::max(reachable, std::min(c.node->free() + freed, c.node->allocatable()));
+      log_.rollback(mark);
     }
   }
   if (best) {

@@ -18,6 +18,17 @@ Freed freedBy(const Pod& pod) {
   return {pod.gpus, pod.cpuMilli, pod.memoryBytes};
 }
 
+bool ranksBefore(const Rank& a, const Rank& b) {
+  if (a.borrowed != b.borrowed) return a.borrowed;
+  if (a.excess != b.excess) return a.excess > b.excess;
+  if (a.queue != b.queue) return a.queue < b.queue;
+  if (a.youngest != b.youngest) {
+    if (!a.youngest || !b.youngest) return a.youngest.has_value();  // unknown start: oldest
+    return *a.youngest > *b.youngest;
+  }
+  return a.uid < b.uid;
+}
+
 bool Planner::isProtected(const Pod& pod, int queue) const {
   const auto minRuntime = queues_[static_cast<std::size_t>(queue)].minRuntime;
   if (minRuntime.count() <= 0) return false;
@@ -40,7 +51,10 @@ void Planner::buildQueues() {
   }
   for (const auto& p : options_.promised) {
     if (p->uid == pod_.uid) continue;
-    if (int q = queueOf(*p); q >= 0) queues_[static_cast<std::size_t>(q)].allocated += p->gpus;
+    if (int q = queueOf(*p); q >= 0) {
+      queues_[static_cast<std::size_t>(q)].allocated += p->gpus;
+      log_.chargeQueue(q, p->gpus);
+    }
   }
 }
 
@@ -53,6 +67,7 @@ void Planner::noteReleasing() {
       if (here->uid != p->uid || !here->holdsGpus()) continue;
       if (!releasingUids_.insert(here->uid).second) break;
       releasingByNode_[node->name()].push_back(here);
+      log_.removePod(here);
       if (int q = queueOf(*here); q >= 0)
         queues_[static_cast<std::size_t>(q)].allocated -= here->gpus;
       break;

@@ -79,28 +79,58 @@ ScorerPtr makeBlockFitScorer() {
   return std::make_unique<BlockFitScorer>();
 }
 
+namespace {
+
+constexpr ScorerInfo kRegistry[] = {
+    {"blockfit", "keeps large free GPU blocks whole: breaking a scarce block costs most (default)",
+     [](const ScorerOptions&) { return makeBlockFitScorer(); }},
+    {"binpack", "most GPUs allocated after placement",
+     [](const ScorerOptions&) { return makeBinpackScorer(); }},
+    {"spread", "fewest GPUs allocated after placement (kube-scheduler's LeastAllocated)",
+     [](const ScorerOptions&) { return makeSpreadScorer(); }},
+    {"bestfit", "least weighted CPU and GPU left over after placement (the paper's BestFit)",
+     [](const ScorerOptions&) { return makeBestFitScorer(); }},
+    {"dotprod", "smallest dot product of free and requested resources (the paper's DotProd)",
+     [](const ScorerOptions&) { return makeDotProductScorer(); }},
+    {"random", "a pseudo-random node per pod and seed, deterministic",
+     [](const ScorerOptions& o) { return makeRandomScorer(o.seed); }},
+    {"packing", "shared GPUs first, then partly used nodes, then idle ones (the paper's Packing)",
+     [](const ScorerOptions&) { return makePackingScorer(); }},
+    {"clustering", "pods with the same GPU request together (the paper's Clustering)",
+     [](const ScorerOptions&) { return makeClusteringScorer(); }},
+    {"fgd", "least growth of fragmentation against the workload (Fragmentation Gradient Descent)",
+     [](const ScorerOptions& o) { return makeFgdScorer(o.workload); }},
+    {"fgdplus", "fgd that also keeps idle nodes whole and prefers the fuller of equal choices",
+     [](const ScorerOptions& o) { return makeFgdPlusScorer(o.workload); }},
+};
+
+}  // namespace
+
+std::span<const ScorerInfo> scorerRegistry() {
+  return kRegistry;
+}
+
+const ScorerInfo* findScorer(std::string_view name) {
+  if (name == "default") name = kDefaultScorer;
+  for (const ScorerInfo& info : kRegistry) {
+    if (info.name == name) return &info;
+  }
+  return nullptr;
+}
+
 ScorerPtr makeScorer(std::string_view name) {
   return makeScorer(name, ScorerOptions{});
 }
 
 ScorerPtr makeScorer(std::string_view name, const ScorerOptions& options) {
-  if (name == "default") name = kDefaultScorer;
-  if (name == "spread") return makeSpreadScorer();
-  if (name == "binpack") return makeBinpackScorer();
-  if (name == "blockfit") return makeBlockFitScorer();
-  if (name == "bestfit") return makeBestFitScorer();
-  if (name == "dotprod") return makeDotProductScorer();
-  if (name == "random") return makeRandomScorer(options.seed);
-  if (name == "packing") return makePackingScorer();
-  if (name == "clustering") return makeClusteringScorer();
-  if (name == "fgd") return makeFgdScorer(options.workload);
-  if (name == "fgdplus") return makeFgdPlusScorer(options.workload);
-  return nullptr;
+  const ScorerInfo* info = findScorer(name);
+  return info == nullptr ? nullptr : info->make(options);
 }
 
 std::vector<std::string> scorerNames() {
-  return {"blockfit", "binpack", "spread",     "bestfit", "dotprod",
-          "random",   "packing", "clustering", "fgd",     "fgdplus"};
+  std::vector<std::string> out;
+  for (const ScorerInfo& info : kRegistry) out.emplace_back(info.name);
+  return out;
 }
 
 std::vector<int> normalizeScores(std::span<const double> raw) {

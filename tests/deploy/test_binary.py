@@ -1,5 +1,6 @@
 """The deployment against the gpufair binary it deploys: quota ConfigMaps pass `gpufair validate`,
-the Deployment passes only flags `gpufair serve` knows, the chart's scorer list is the binary's,
+the Deployment passes only flags `gpufair serve` knows, the chart's and the README's scorer lists
+are the binary's registry (`gpufair scorers`),
 versions agree, and gpufair-probe reads the real health endpoints."""
 import glob
 import json
@@ -116,17 +117,42 @@ class BinaryTest(unittest.TestCase):
         for arg in args[1:]:
             self.assertIn(arg[2:].split("=")[0], known, arg)
 
+    def registry(self):
+        out = run("scorers")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        names = out.stdout.split()
+        self.assertTrue(names, "gpufair scorers printed nothing")
+        self.assertEqual(len(names), len(set(names)), names)
+        return names
+
     def test_chart_scorers_are_the_binarys(self):
+        with open(os.path.join(CHART, "values.schema.json")) as f:
+            schema = yaml.safe_load(f)
+        chart = schema["properties"]["gpufair"]["properties"]["scorer"]["enum"]
+        self.assertEqual(sorted(chart), sorted(self.registry()))
+
+    def test_serve_refuses_unknown_scorers_listing_the_registry(self):
         out = run("serve", "--cluster", os.path.join(EXAMPLES, "cluster-4x10.yaml"),
                   "--scorer", "no-such-strategy")
         self.assertEqual(out.returncode, 2)
         m = re.search(r"not a known strategy \(([^)]*)\)", out.stderr)
         self.assertIsNotNone(m, out.stderr)
-        binary = set(m.group(1).split(", "))
-        with open(os.path.join(CHART, "values.schema.json")) as f:
-            schema = yaml.safe_load(f)
-        chart = set(schema["properties"]["gpufair"]["properties"]["scorer"]["enum"])
-        self.assertEqual(chart, binary)
+        self.assertEqual(m.group(1).split(", "), self.registry())
+
+    def test_readme_lists_every_scorer(self):
+        with open(os.path.join(ROOT, "README.md")) as f:
+            readme = f.read()
+        section = readme.split("### Placement strategies", 1)[1].split("\n#", 1)[0]
+        listed = [name for item in re.findall(r"^- (.*?):", section, re.M)
+                  for name in re.findall(r"`([a-z0-9]+)`", item)]
+        self.assertEqual(sorted(listed), sorted(self.registry()))
+
+    def test_scorers_describe(self):
+        out = run("scorers", "--describe")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.splitlines()
+        self.assertEqual([line.split()[0] for line in lines], self.registry())
+        self.assertTrue(all(len(line.split()) > 2 for line in lines), lines)
 
     def test_versions_agree(self):
         with open(os.path.join(ROOT, "CMakeLists.txt")) as f:

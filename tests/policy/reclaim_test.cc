@@ -10,6 +10,7 @@
 
 #include "gpufair/policy/admission.h"
 
+#include "reclaim_support.h"
 #include "testing/builders.h"
 #include "testing/cluster.h"
 
@@ -20,26 +21,7 @@ using testing::MakeNode;
 using testing::MakePod;
 using testing::MakeQueue;
 using Kind = ReclaimOutcome::Kind;
-
-const Timestamp kNow = Timestamp{std::chrono::hours{500'000}};
-
-// A running pod that started `minutes` ago.
-Pod ran(MakePod pod, int minutes) {
-  Pod p = pod.obj();
-  p.started = kNow - std::chrono::minutes{minutes};
-  return p;
-}
-
-QueueQuota minRuntime(QueueQuota q, std::chrono::seconds s) {
-  q.reclaimMinRuntime = s;
-  return q;
-}
-
-std::vector<Node> nodes(int count, double gpus) {
-  std::vector<Node> out;
-  for (int i = 1; i <= count; ++i) out.push_back(MakeNode("node-" + std::to_string(i)).gpus(gpus));
-  return out;
-}
+using namespace reclaim_test;  // NOLINT(google-build-using-namespace): the shared test helpers
 
 struct Case {
   std::string name;
@@ -58,19 +40,6 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) {
   *os << c.name;
-}
-
-std::vector<QueueQuota> abTwenty() {
-  return {MakeQueue("team-a").deserved(20), MakeQueue("team-b").deserved(20)};
-}
-
-// Team A runs 40 GPUs on 4 x 10 while B is idle: a1..a4 whole nodes, except node-4 (8 + 2).
-std::vector<Pod> teamAEverywhere() {
-  return {ran(MakePod("team-a", "a1").gpus(10).on("node-1"), 300),
-          ran(MakePod("team-a", "a2").gpus(10).on("node-2"), 200),
-          ran(MakePod("team-a", "a3").gpus(10).on("node-3"), 100),
-          ran(MakePod("team-a", "a4").gpus(8).on("node-4"), 50),
-          ran(MakePod("team-a", "a5").gpus(2).on("node-4"), 40)};
 }
 
 const Case kCases[] = {
@@ -405,72 +374,6 @@ TEST_P(ReclaimTest, Plans) {
 
 INSTANTIATE_TEST_SUITE_P(Table, ReclaimTest, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return info.param.name; });
-
-TEST(ReclaimTest, VictimReasonSaysHowFarOverItsFairShare) {
-  // team-b waits for 20 GPUs in all, so team-a's fair share is its deserved 20.
-  std::vector<Pod> pods = teamAEverywhere();
-  pods.push_back(MakePod("team-b", "big").gpus(8));
-  pods.push_back(MakePod("team-b", "more").gpus(12));
-  auto snap = testing::snapshotOf(nodes(4, 10), pods, abTwenty());
-  ReclaimOptions options;
-  options.now = kNow;
-  auto out =
-      planReclaim(*snap, testing::resolved(*snap, MakePod("team-b", "big").gpus(8)), options);
-  ASSERT_TRUE(out.plan.has_value());
-  EXPECT_EQ(out.plan->victims.front().reason,
-            "Reclaimed by queue team-b: team-a is 20 GPUs over its fair share of 20");
-}
-
-TEST(ReclaimTest, PromisedGpusCountForTheirQueue) {
-  // team-b is owed 10; 8 are already promised to a waiting reclaimer, so 4 more are not owed.
-  auto snap =
-      testing::snapshotOf(nodes(2, 10),
-                          {ran(MakePod("team-a", "a1").gpus(10).on("node-1"), 100),
-                           ran(MakePod("team-a", "a2").gpus(10).on("node-2"), 100)},
-                          {MakeQueue("team-a").deserved(0), MakeQueue("team-b").deserved(10)});
-  ReclaimOptions options;
-  options.now = kNow;
-  options.promised.push_back(
-      std::make_shared<const Pod>(testing::resolved(*snap, MakePod("team-b", "first").gpus(8))));
-  auto out =
-      planReclaim(*snap, testing::resolved(*snap, MakePod("team-b", "second").gpus(4)), options);
-  EXPECT_EQ(out.kind, Kind::kNotEligible) << out.reason;
-}
-
-TEST(ReclaimTest, GpusReservedForOthersAreNotFreed) {
-  // node-1's free GPUs are held for another reclaimer; freeing 8 there would not be enough.
-  std::vector<Pod> pods = {ran(MakePod("team-a", "a1").gpus(6).on("node-1"), 1),
-                           ran(MakePod("team-a", "a2").gpus(10).on("node-2"), 100),
-                           MakePod("team-b", "b").gpus(8)};
-  Reservation held;
-  held.node = "node-1";
-  held.gpus = testing::gpus(4);
-  held.holder = "uid-team-c-other";
-  held.queue = "team-c";
-  held.reason = "reclaim";
-  auto snap =
-      testing::snapshotOf(nodes(2, 10), pods,
-                          {MakeQueue("team-a").deserved(0), MakeQueue("team-b").deserved(10),
-                           MakeQueue("team-c").deserved(10)},
-                          {}, {held});
-  ReclaimOptions options;
-  options.now = kNow;
-  auto out = planReclaim(*snap, testing::resolved(*snap, pods.back()), options);
-  ASSERT_TRUE(out.plan.has_value()) << out.reason;
-  EXPECT_EQ(out.plan->node, "node-2");
-  // The holder itself may use them: for it, node-1 needs only a1 gone... and a1 is younger.
-  Pod holder = testing::resolved(*snap, MakePod("team-c", "other").gpus(8));
-  out = planReclaim(*snap, holder, options);
-  ASSERT_TRUE(out.plan.has_value()) << out.reason;
-  EXPECT_EQ(out.plan->node, "node-1");
-}
-
-TEST(ReclaimTest, PodWithoutGpusIsNotEligible) {
-  auto snap = testing::snapshotOf(nodes(1, 10), {}, abTwenty());
-  auto out = planReclaim(*snap, testing::resolved(*snap, MakePod("team-b", "cpu")), {});
-  EXPECT_EQ(out.kind, Kind::kNotEligible);
-  EXPECT_EQ(out.reason, "pod team-b/cpu requests no GPUs");
-}
 
 }  // namespace
 }  // namespace gpufair::policy

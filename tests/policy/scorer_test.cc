@@ -1,5 +1,9 @@
 #include "gpufair/policy/scorer.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "testing/builders.h"
@@ -68,6 +72,43 @@ TEST(ScorerRegistry, KnownNames) {
   }
   EXPECT_EQ(makeScorer(kDefaultScorer)->name(), "blockfit");
   EXPECT_EQ(makeScorer("no-such-scorer"), nullptr);
+}
+
+TEST(ScorerRegistry, OneRowPerStrategyDefaultFirst) {
+  const auto registry = scorerRegistry();
+  ASSERT_FALSE(registry.empty());
+  EXPECT_EQ(registry.front().name, kDefaultScorer);
+  std::vector<std::string> names;
+  for (const ScorerInfo& info : registry) {
+    SCOPED_TRACE(std::string(info.name));
+    EXPECT_FALSE(info.description.empty());
+    EXPECT_EQ(info.description.find('\n'), std::string_view::npos);  // one line for help texts
+    EXPECT_EQ(findScorer(info.name), &info);
+    ScorerPtr built = info.make(ScorerOptions{});
+    ASSERT_NE(built, nullptr);
+    EXPECT_EQ(built->name(), info.name);
+    EXPECT_EQ(std::count(names.begin(), names.end(), info.name), 0) << "listed twice";
+    names.emplace_back(info.name);
+  }
+  EXPECT_EQ(names, scorerNames());
+  EXPECT_EQ(findScorer("default"), &registry.front());
+  EXPECT_EQ(findScorer("Blockfit"), nullptr);  // names are exact
+}
+
+TEST(ScorerRegistry, OptionsReachTheFactory) {
+  // "random" mixes its seed into every score: two seeds give two different orders somewhere.
+  auto snap = testing::snapshotOf({MakeNode("n1").gpus(8), MakeNode("n2").gpus(8),
+                                   MakeNode("n3").gpus(8), MakeNode("n4").gpus(8)},
+                                  {});
+  const Pod pod = MakePod("t", "p").gpus(1);
+  ScorerOptions one;
+  one.seed = 1;
+  ScorerOptions two;
+  two.seed = 2;
+  const auto a = testing::rawScores(*findScorer("random")->make(one), *snap, pod);
+  const auto b = testing::rawScores(*findScorer("random")->make(two), *snap, pod);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, testing::rawScores(*makeScorer("random", one), *snap, pod));
 }
 
 TEST(NormalizeScores, BestGetsTenOthersBelow) {

@@ -5,8 +5,8 @@
 // complete nor holding reservations is admitted only when the whole gang fits now:
 //   - quota: the members still to place are charged to the queue together (admit() of their
 //     total, so limit, deserved and borrowing rules apply to the gang as one request);
-//   - room: planGang finds a node for every member still to place, on a copy of the snapshot's
-//     free GPUs with checkpoint / rollback (a bounded depth-first search, best fit first).
+//   - room: planGang finds a node for every member still to place, placing them on an undo log
+//     (undo_log.h) with checkpoint / rollback (a bounded depth-first search, best fit first).
 // The caller (state::Mirror::reserveGang) then reserves the planned GPUs for the gang (holder
 // "gang:<ns>/<name>"); filter steers each later member onto those reservations and prioritize
 // scores them highest. Members already placed count towards the size; members without GPUs are

@@ -26,7 +26,8 @@
 //  - NumPDBViolations cannot be recomputed from UIDs alone: it is passed on, capped by the number
 //    of kept victims.
 //
-// Pure: reads the snapshot only; the what-if runs on a copy and is rolled back after each node.
+// Pure: reads the snapshot only; the what-if runs on an undo log (undo_log.h), rolled back after
+// each node.
 // Thread-safety: a free function over caller-owned values.
 #pragma once
 

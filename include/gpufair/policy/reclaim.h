@@ -13,8 +13,9 @@
 //     at all;
 //   - terminating pods, pods already being evicted (options.releasing) and pods spared by the
 //     caller (a PodDisruptionBudget refused them) are never chosen.
-// Every candidate node is worked out on a statement (checkpoint / rollback / commit, as KAI's
-// Statement does): victims are evicted virtually, and only a committed statement becomes the plan.
+// Every candidate node is worked out on an undo log (undo_log.h: checkpoint / rollback, as KAI's
+// Statement does): victims are evicted virtually, and each node's what-if is rolled back; only the
+// best node's victims become the plan.
 // Among nodes, the plan with the fewest unlabelled victims wins, then the fewest evicted pods, then
 // the one whose victims rank first in the order above, then the fewest GPUs freed, then the node
 // name. Deterministic.

@@ -72,9 +72,24 @@ ScorerPtr makeFgdScorer(WorkloadPtr workload = nullptr);
 ScorerPtr makeFgdPlusScorer(WorkloadPtr workload = nullptr);
 
 inline constexpr const char* kDefaultScorer = "blockfit";
+
+// The scorer registry: every strategy once, by name, with a one-line description for help texts
+// and the factory that builds it. The default comes first. Everything that lists or accepts
+// scorer names (serve --scorer, simulate --policy, `gpufair scorers`, the Helm chart's schema
+// test, the README) reads this table; a new strategy is one row here.
+struct ScorerInfo {
+  std::string_view name;
+  std::string_view description;
+  ScorerPtr (*make)(const ScorerOptions& options);
+};
+std::span<const ScorerInfo> scorerRegistry();
+// The registry's row for `name` ("default" names kDefaultScorer); nullptr for an unknown name.
+const ScorerInfo* findScorer(std::string_view name);
+
 // nullptr for an unknown name.
 ScorerPtr makeScorer(std::string_view name);
 ScorerPtr makeScorer(std::string_view name, const ScorerOptions& options);
+// The registry's names, in its order.
 std::vector<std::string> scorerNames();
 
 // Raw scores to 0..10: the best gets 10, the rest are spread over 0..9 by their distance from the

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -196,6 +197,8 @@ class ClusterSnapshot {
   std::uint64_t generation() const { return generation_; }
   std::span<const NodeStatePtr> nodes() const { return nodes_; }
   const NodeState* findNode(std::string_view name) const;
+  // The node's index in nodes(); -1 when there is no such node.
+  std::ptrdiff_t nodeIndex(std::string_view name) const;
   std::span<const PodPtr> pending() const { return pending_; }
   const QuotaConfig& quotaConfig() const { return quota_; }
   std::span<const QueueState> queues() const { return queues_; }  // configured queues, then default
