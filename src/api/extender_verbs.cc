@@ -1,4 +1,7 @@
 // The four extender verbs of ExtenderService.
+#include <algorithm>
+#include <charconv>
+
 #include <spdlog/spdlog.h>
 
 #include "gpufair/api/extender_service.h"
@@ -90,6 +93,25 @@ std::string_view firstReason(const policy::FilterResult& result) {
 
 }  // namespace
 
+Result<FilterMode> FilterMode::parse(std::string_view text) {
+  if (text == "all") return FilterMode{0};
+  if (text == "best") return FilterMode{1};
+  if (text.starts_with("top-")) {
+    std::size_t n = 0;
+    const std::string_view digits = text.substr(4);
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (ec == std::errc() && end == digits.data() + digits.size() && n >= 1) return FilterMode{n};
+  }
+  return Result<FilterMode>::failure("filter mode must be all, best or top-N with N >= 1, not \"" +
+                                     std::string(text) + "\"");
+}
+
+std::string FilterMode::name() const {
+  if (keep == 0) return "all";
+  if (keep == 1) return "best";
+  return "top-" + std::to_string(keep);
+}
+
 Response ExtenderService::filter(std::string_view body) {
   detail::RequestDocument document(body);
   if (auto status = prepareArgs(mirror_, document); !status.isOk()) {
@@ -107,7 +129,8 @@ Response ExtenderService::filter(std::string_view body) {
   policy::SnapshotPtr snapshot = mirror_.snapshot();
   args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
   snapshot = reserveGangIfFirst(mirror_, args.pod, std::move(snapshot));
-  const policy::FilterResult result = policy::filter(*snapshot, args.pod, args.candidates);
+  policy::FilterResult result = policy::filter(*snapshot, args.pod, args.candidates);
+  narrow(*snapshot, args.pod, result);
 
   std::string_view error;
   if (result.admission.status.code() == Code::kError) error = result.admission.status.reason();
@@ -127,6 +150,27 @@ Response ExtenderService::filter(std::string_view body) {
   Response response;
   encodeFilterResult(args, result, error, response.body);
   return response;
+}
+
+void ExtenderService::narrow(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
+                             policy::FilterResult& result) const {
+  const std::size_t keep = filterMode_.keep;
+  if (keep == 0 || result.feasible.size() <= keep) return;
+  const std::vector<std::size_t> order =
+      policy::rankCandidates(snapshot, pod, result.feasible, scorer_);
+  std::vector<bool> kept(result.feasible.size(), false);
+  for (std::size_t i = 0; i < keep && i < order.size(); ++i) kept[order[i]] = true;
+  const std::string reason = "gpufair prefers another node for this pod (--filter-mode " +
+                             filterMode_.name() + ")";
+  std::vector<std::string_view> feasible;
+  for (std::size_t i = 0; i < result.feasible.size(); ++i) {
+    if (kept[i]) {
+      feasible.push_back(result.feasible[i]);
+    } else {
+      result.failed.push_back({result.feasible[i], reason});
+    }
+  }
+  result.feasible = std::move(feasible);
 }
 
 Response ExtenderService::prioritize(std::string_view body) {

@@ -47,6 +47,11 @@ std::vector<FlagSpec> ownFlags() {
        "account's namespace in a cluster, else gpufair-system)",
        ""},
       {"scorer", "placement strategy: " + scorerList(), policy::kDefaultScorer},
+      {"filter-mode",
+       "what /filter answers among the nodes that fit: all (kube-scheduler scores them), best "
+       "(only the node gpufair would choose: kube-scheduler skips scoring and /prioritize, but its "
+       "own soft preferences no longer weigh in) or top-N",
+       "all"},
       {"threads", "HTTP io threads", "2"},
       {"max-body-bytes", "largest request body accepted (413 beyond)", std::to_string(64u << 20)},
       {"max-header-bytes", "largest request header accepted (431 beyond)",
@@ -227,6 +232,9 @@ Result<ServeConfig> parseServeConfig(const std::vector<std::string>& argv) {
   auto reclaim = parseReclaimSettings(args);
   if (!reclaim) return R::failure(reclaim.error());
   config.reclaim = *reclaim;
+  auto filterMode = api::FilterMode::parse(args.get("filter-mode"));
+  if (!filterMode) return R::failure("--filter-mode: " + filterMode.error());
+  config.filterMode = *filterMode;
   config.scorer = args.get("scorer");
   if (!policy::makeScorer(config.scorer)) {
     std::string known;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gpufair/api/extender_service.h"
 #include "gpufair/api/server.h"
 #include "gpufair/common/status.h"
 #include "gpufair/state/mirror.h"
@@ -49,6 +50,7 @@ struct ServeConfig {
   state::MirrorOptions mirror;
   ReclaimSettings reclaim;
   std::string scorer;         // a name policy::makeScorer knows
+  api::FilterMode filterMode;  // what /filter answers among the nodes that fit
   std::string metricsListen;  // HOST:PORT, or "off"
   bool metricsEnabled() const { return metricsListen != "off"; }
 };

@@ -109,6 +109,7 @@ class ServeRun {
     service_ = std::make_unique<api::ExtenderService>(
         mirror_, *scorer_, binder,
         [kube]() -> Status { return kube ? kube->ready() : Status::ok(); });
+    service_->setFilterMode(config_.filterMode);
     // Metrics read the published snapshot at scrape time; requests and rejections are counted as
     // they happen; the reclaim loop reports evictions with reclaimEvicted().
     metrics_ = std::make_unique<metrics::Metrics>([this] { return mirror_.snapshot(); });

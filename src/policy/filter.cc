@@ -51,38 +51,81 @@ FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
   return r;
 }
 
+namespace {
+
+// The candidates the pod fits on (their index in `candidates`), with the scorer's raw scores.
+struct FittingScores {
+  std::vector<const NodeState*> nodes;
+  std::vector<std::size_t> where;
+  std::vector<double> raw;
+  bool holds = false;  // the pod (or its gang) holds reservations
+};
+
+FittingScores scoreFitting(const ClusterSnapshot& snapshot, const Pod& pod,
+                           std::span<const std::string_view> candidates, const Scorer& scorer) {
+  FittingScores out;
+  const FitOptions& options = snapshot.fitOptions();
+  if (pod.gpus == 0 && !options.checkCpuMemory) return out;
+  out.nodes.reserve(candidates.size());
+  out.where.reserve(candidates.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const NodeState* node = snapshot.findNode(candidates[i]);
+    if (node != nullptr && nodeFits(*node, pod, options)) {
+      out.nodes.push_back(node);
+      out.where.push_back(i);
+    }
+  }
+  if (out.nodes.empty()) return out;
+  out.raw.resize(out.nodes.size());
+  scorer.score(snapshot, pod, out.nodes, out.raw);
+  out.holds = !snapshot.reservations().empty() && snapshot.reservedFor(pod) > 0;
+  return out;
+}
+
+}  // namespace
+
 std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& pod,
                                   std::span<const std::string_view> candidates,
                                   const Scorer& scorer) {
   std::vector<NodeScore> scores;
   scores.reserve(candidates.size());
   for (std::string_view name : candidates) scores.push_back({name, 0});
-  const FitOptions& options = snapshot.fitOptions();
-  if (pod.gpus == 0 && !options.checkCpuMemory) return scores;
-
-  std::vector<const NodeState*> fitting;
-  std::vector<std::size_t> where;
-  fitting.reserve(candidates.size());
-  where.reserve(candidates.size());
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    const NodeState* node = snapshot.findNode(candidates[i]);
-    if (node != nullptr && nodeFits(*node, pod, options)) {
-      fitting.push_back(node);
-      where.push_back(i);
-    }
-  }
-  if (fitting.empty()) return scores;
-  std::vector<double> raw(fitting.size());
-  scorer.score(snapshot, pod, fitting, raw);
-  const std::vector<int> normalized = normalizeScores(raw);
-  const bool holds = !snapshot.reservations().empty() && snapshot.reservedFor(pod) > 0;
-  for (std::size_t j = 0; j < where.size(); ++j) {
+  const FittingScores fitting = scoreFitting(snapshot, pod, candidates, scorer);
+  if (fitting.nodes.empty()) return scores;
+  const std::vector<int> normalized = normalizeScores(fitting.raw);
+  for (std::size_t j = 0; j < fitting.where.size(); ++j) {
     int score = normalized[j];
     // The holder's reserved nodes come first; its other nodes stay below them.
-    if (holds) score = fitting[j]->reservedFor(pod) > 0 ? 10 : std::min(score, 9);
-    scores[where[j]].score = score;
+    if (fitting.holds) score = fitting.nodes[j]->reservedFor(pod) > 0 ? 10 : std::min(score, 9);
+    scores[fitting.where[j]].score = score;
   }
   return scores;
+}
+
+std::vector<std::size_t> rankCandidates(const ClusterSnapshot& snapshot, const Pod& pod,
+                                        std::span<const std::string_view> candidates,
+                                        const Scorer& scorer) {
+  const FittingScores fitting = scoreFitting(snapshot, pod, candidates, scorer);
+  std::vector<std::size_t> order(fitting.where.size());
+  for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
+  auto reserved = [&](std::size_t j) {
+    return fitting.holds && fitting.nodes[j]->reservedFor(pod) > 0;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (reserved(a) != reserved(b)) return reserved(a);
+    return fitting.raw[a] > fitting.raw[b];
+  });
+  std::vector<std::size_t> ranked;
+  ranked.reserve(candidates.size());
+  std::vector<bool> seen(candidates.size(), false);
+  for (std::size_t j : order) {
+    ranked.push_back(fitting.where[j]);
+    seen[fitting.where[j]] = true;
+  }
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (!seen[i]) ranked.push_back(i);
+  }
+  return ranked;
 }
 
 }  // namespace gpufair::policy

@@ -155,6 +155,14 @@ TEST(ServeConfigTest, EveryKubeFlagLandsInTheConfig) {
   EXPECT_FALSE(c.mirror.offeredPodsAreDemand) << "demand is what the API server says exists";
 }
 
+TEST(ServeConfigTest, FilterModes) {
+  EXPECT_EQ(parseOk({}).filterMode.keep, 0u);
+  EXPECT_EQ(parseOk({"--filter-mode", "best"}).filterMode.keep, 1u);
+  EXPECT_EQ(parseOk({"--filter-mode", "top-4"}).filterMode.keep, 4u);
+  EXPECT_EQ(parseError({"--filter-mode", "some"}),
+            "--filter-mode: filter mode must be all, best or top-N with N >= 1, not \"some\"");
+}
+
 TEST(ServeConfigTest, FollowingTheSchedulerLeaseAndItsProfile) {
   const ServeConfig c = parseOk({"--follow-scheduler-lease", "gpufair-system/gpufair-scheduler",
                                  "--scheduler-name", "gpu-profile"});

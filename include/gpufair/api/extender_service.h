@@ -47,6 +47,20 @@ struct HealthDetail {
 };
 using HealthDetails = std::function<std::vector<HealthDetail>()>;
 
+// What /filter answers among the nodes that pass (serve --filter-mode): "all" of them, as
+// kube-scheduler expects by default (it then runs its own score plugins and /prioritize), or only
+// the best `keep` by gpufair's scorer ("best" = 1, "top-N"). With one node kube-scheduler skips
+// scoring and the /prioritize call altogether; the price is that its own soft preferences
+// (preferred affinity, topology spreading) no longer weigh in. Hard constraints are unchanged: the
+// nodes answered passed kube-scheduler's filters and gpufair's; the others are answered as
+// FailedNodes with the reason. Reserved nodes (gangs, reclaim holds) score highest, so they win.
+struct FilterMode {
+  std::size_t keep = 0;  // 0: all
+  // "all", "best" or "top-N" (N >= 1); the error says what is accepted.
+  static Result<FilterMode> parse(std::string_view text);
+  std::string name() const;
+};
+
 class ExtenderService final : public RequestHandler {
  public:
   // readiness may be empty: always ready.
@@ -56,6 +70,8 @@ class ExtenderService final : public RequestHandler {
   Response handle(const Request& request) override;
   // Optional; must outlive the service. Set before serving.
   void setObserver(state::DecisionObserver* observer) { observer_ = observer; }
+  // Default all. Set before serving.
+  void setFilterMode(FilterMode mode) { filterMode_ = mode; }
   // Optional: decisions wait until it says ok (see above). Set before serving.
   void setDecisionGate(ReadinessCheck gate) { gate_ = std::move(gate); }
   // Optional: /readyz then also lists {"checks":[{"name","ok","message"}]}. Set before serving.
@@ -77,12 +93,16 @@ class ExtenderService final : public RequestHandler {
   Response dispatch(const Request& request, std::string_view* verb);
   // Ok, or why no decision can be made now ("gpufair is starting: ...").
   Status decisionsAllowed() const;
+  // Keeps only the filterMode_.keep best of result.feasible (by the scorer); the rest fail.
+  void narrow(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
+              policy::FilterResult& result) const;
 
   state::Mirror& mirror_;
   const policy::Scorer& scorer_;
   state::Binder& binder_;
   ReadinessCheck readiness_;
   ReadinessCheck gate_;
+  FilterMode filterMode_;
   state::DecisionObserver* observer_ = nullptr;
   HealthDetails details_;
 

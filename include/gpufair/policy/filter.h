@@ -47,5 +47,11 @@ struct NodeScore {
 std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& pod,
                                   std::span<const std::string_view> candidates,
                                   const Scorer& scorer);
+// The candidates' indexes in placement order, as prioritize ranks them but by the scorer's exact
+// scores rather than 0..10: the holder's reserved nodes first, then the best score; ties, and the
+// nodes the pod does not fit on (last), in the caller's order.
+std::vector<std::size_t> rankCandidates(const ClusterSnapshot& snapshot, const Pod& pod,
+                                        std::span<const std::string_view> candidates,
+                                        const Scorer& scorer);
 
 }  // namespace gpufair::policy

@@ -1,0 +1,109 @@
+// --filter-mode: /filter answers all the nodes that fit, or only the best one(s) by gpufair's
+// scorer, so that kube-scheduler skips its scoring and /prioritize. Reservations (gangs, reclaim
+// holds) steer the choice in every mode; hard constraints never change.
+#include <gtest/gtest.h>
+
+#include "gpufair/api/extender_service.h"
+
+#include "test_support.h"
+
+namespace gpufair::api {
+namespace {
+
+using nlohmann::json;
+using testsupport::Cluster;
+using testsupport::filterArgs;
+using testsupport::parseJson;
+using testsupport::podJson;
+
+// The golden cluster: gpu-node-1 (8 GPUs, empty), gpu-node-2 (8 GPUs, 6 used), gpu-node-3
+// (cordoned), cpu-node-1 (no GPUs). A 2-GPU pod fits on 1 and 2; packing prefers 2 (it fills it).
+class FilterModeTest : public ::testing::Test {
+ protected:
+  json filter(FilterMode mode, const json& pod) {
+    service.setFilterMode(mode);
+    const std::string body =
+        filterArgs(pod, {"gpu-node-1", "gpu-node-2", "gpu-node-3", "cpu-node-1"}).dump();
+    const Response response = service.handle(Request{"POST", "/filter", body});
+    EXPECT_EQ(response.status, 200) << response.body;
+    return parseJson(response.body);
+  }
+
+  Cluster cluster;
+  ExtenderService service{cluster.mirror, *cluster.scorer, cluster.binder};
+};
+
+TEST(FilterModeParse, NamesAndErrors) {
+  EXPECT_EQ(FilterMode::parse("all")->keep, 0u);
+  EXPECT_EQ(FilterMode::parse("best")->keep, 1u);
+  EXPECT_EQ(FilterMode::parse("top-3")->keep, 3u);
+  EXPECT_EQ(FilterMode::parse("top-3")->name(), "top-3");
+  EXPECT_EQ(FilterMode::parse("best")->name(), "best");
+  EXPECT_EQ(FilterMode{}.name(), "all");
+  for (const char* bad : {"", "top-0", "top-", "top-x", "top-2x", "first", "BEST"}) {
+    auto parsed = FilterMode::parse(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_EQ(parsed.error(), std::string("filter mode must be all, best or top-N with N >= 1, "
+                                          "not \"") +
+                                  bad + "\"");
+  }
+}
+
+TEST_F(FilterModeTest, AllAnswersEveryNodeThatFits) {
+  const json reply = filter(FilterMode{}, podJson("team-a", "p", "uid-p", 2));
+  EXPECT_EQ(reply.at("NodeNames"), json::array({"gpu-node-1", "gpu-node-2"}));
+  EXPECT_EQ(reply.at("FailedNodes").size(), 0u);
+}
+
+TEST_F(FilterModeTest, BestAnswersTheNodeGpufairWouldChooseAndSaysWhyNotTheOthers) {
+  const json reply = filter(FilterMode{1}, podJson("team-a", "p", "uid-p", 2));
+  EXPECT_EQ(reply.at("NodeNames"), json::array({"gpu-node-2"}));
+  EXPECT_EQ(reply.at("FailedNodes").at("gpu-node-1"),
+            "gpufair prefers another node for this pod (--filter-mode best)");
+  // Hard constraints are answered as before.
+  EXPECT_EQ(reply.at("FailedAndUnresolvableNodes").at("gpu-node-3"),
+            "node gpu-node-3 is unschedulable (cordoned)");
+  // A pod that fits one node only gets that node in every mode.
+  const json big = filter(FilterMode{1}, podJson("team-a", "big", "uid-big", 4));
+  EXPECT_EQ(big.at("NodeNames"), json::array({"gpu-node-1"}));
+  EXPECT_EQ(big.at("FailedNodes").at("gpu-node-2"), "fewer than 4 GPUs free");
+}
+
+TEST_F(FilterModeTest, TopNKeepsTheNBest) {
+  for (int i = 1; i <= 3; ++i) {
+    cluster.mirror.upsertNode(testing::MakeNode("extra-" + std::to_string(i)).gpus(8));
+  }
+  service.setFilterMode(FilterMode{2});
+  const std::string body = filterArgs(podJson("team-a", "p", "uid-p", 2),
+                                      {"extra-1", "gpu-node-1", "extra-2", "gpu-node-2", "extra-3"})
+                               .dump();
+  const json reply = parseJson(service.handle(Request{"POST", "/filter", body}).body);
+  ASSERT_EQ(reply.at("NodeNames").size(), 2u);
+  EXPECT_EQ(reply.at("NodeNames")[0], "extra-1") << "among equals, kube-scheduler's order";
+  EXPECT_EQ(reply.at("NodeNames")[1], "gpu-node-2");
+  EXPECT_EQ(reply.at("FailedNodes").size(), 3u);
+}
+
+// GPUs held for a pod (a reclaim hold, or its gang's plan) win over the scorer's taste.
+TEST_F(FilterModeTest, ReservedNodesWinInEveryMode) {
+  policy::Reservation hold;
+  hold.node = "gpu-node-1";
+  hold.gpus = 2 * kMilliPerGpu;
+  hold.holder = "uid-held";
+  hold.queue = "team-a";
+  hold.reason = "reclaim";
+  cluster.mirror.reserve(hold, std::chrono::seconds{60});
+  for (FilterMode mode : {FilterMode{1}, FilterMode{2}, FilterMode{}}) {
+    SCOPED_TRACE(mode.name());
+    const json reply = filter(mode, podJson("team-a", "held", "uid-held", 2));
+    ASSERT_FALSE(reply.at("NodeNames").empty());
+    EXPECT_EQ(reply.at("NodeNames")[0], "gpu-node-1");
+    if (mode.keep == 1) EXPECT_EQ(reply.at("NodeNames").size(), 1u);
+  }
+  // Another pod does not get the held GPUs: on gpu-node-1 only 6 remain for it, 2 on gpu-node-2.
+  const json other = filter(FilterMode{1}, podJson("team-a", "other", "uid-other", 2));
+  EXPECT_EQ(other.at("NodeNames"), json::array({"gpu-node-2"}));
+}
+
+}  // namespace
+}  // namespace gpufair::api
