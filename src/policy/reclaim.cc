@@ -177,7 +177,7 @@ ReclaimPlan Planner::commit(const NodePlan& chosen) const {
   return plan;
 }
 
-ReclaimOutcome Planner::run() {
+std::optional<ReclaimOutcome> Planner::prepare() {
   using Kind = ReclaimOutcome::Kind;
   if (pod_.gpus <= 0) return outcome(Kind::kNotEligible, "pod " + pod_.key() + " requests no GPUs");
   buildQueues();
@@ -203,17 +203,19 @@ ReclaimOutcome Planner::run() {
     const QueueState& now = log_.queue(static_cast<int>(i));
     queues_[i].unlabelledBase = now.allocated - now.overQuota;
   }
-  bool anyVictimQueue = false;
   for (std::size_t i = 0; i < queues_.size(); ++i) {
     QueueInfo& q = queues_[i];
     q.floor =
         inQuota_ ? q.state->quota.gpu.deserved : std::max(q.state->quota.gpu.deserved, q.owed);
     q.victim = static_cast<int>(i) != reclaimer_ && q.allocated > q.floor;
-    anyVictimQueue = anyVictimQueue || q.victim;
+    anyVictimQueue_ = anyVictimQueue_ || q.victim;
   }
+  return std::nullopt;
+}
 
-  std::vector<Candidate> candidates;
-  MilliGpu reachable = 0;
+std::optional<ReclaimOutcome> Planner::findCandidates(std::vector<Candidate>& candidates,
+                                                      MilliGpu* reachable) {
+  using Kind = ReclaimOutcome::Kind;
   for (std::size_t index = 0; index < snap_.nodes().size(); ++index) {
     const NodeState& node = *snap_.nodes()[index];
     if (!node.node().takesNewPods() || !pod_.allowsModel(node.node().gpuModel) ||
@@ -247,11 +249,15 @@ ReclaimOutcome Planner::run() {
         upper += use.allocated;
     }
     if (upper < pod_.gpus) {
-      reachable = std::max(reachable, std::min(std::max<MilliGpu>(0, upper), node.allocatable()));
+      *reachable = std::max(*reachable, std::min(std::max<MilliGpu>(0, upper), node.allocatable()));
       continue;
     }
-    if (screen(c, &reachable)) candidates.push_back(std::move(c));
+    if (screen(c, reachable)) candidates.push_back(std::move(c));
   }
+  return std::nullopt;
+}
+
+std::optional<NodePlan> Planner::search(std::vector<Candidate>& candidates, MilliGpu* reachable) {
   // By the lower bound on evictions, then by the best rank a victim there could have.
   std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
     if (a.bound != b.bound) return a.bound < b.bound;
@@ -259,7 +265,6 @@ ReclaimOutcome Planner::run() {
     if (ranksBefore(b.optimistic, a.optimistic)) return false;
     return a.node->name() < b.node->name();
   });
-
   std::optional<NodePlan> best;
   for (Candidate& c : candidates) {
     // Nothing after this node can beat the best plan: it needs more evictions, or as many with a
@@ -282,20 +287,17 @@ ReclaimOutcome Planner::run() {
         if (canEvict(u)) evict(u);
       }
       const MilliGpu freed = c.node->used() - log_.used(c.index);
-      reachable = std::max(reachable, std::min(c.node->free() + freed, c.node->allocatable()));
+      *reachable = std::max(*reachable, std::min(c.node->free() + freed, c.node->allocatable()));
       log_.rollback(mark);
     }
   }
-  if (best) {
-    ReclaimOutcome out;
-    out.kind = Kind::kPlanned;
-    out.plan = commit(*best);
-    out.reason = out.plan->reason;
-    return out;
-  }
+  return best;
+}
+
+ReclaimOutcome Planner::noPlan(MilliGpu reachable) const {
   std::string why = "no node can be freed for " + pod_.key() + " (" + gpusText(pod_.gpus) +
                     ", queue " + pod_.queue + "): ";
-  if (!anyVictimQueue) {
+  if (!anyVictimQueue_) {
     why += "no other queue holds more than it is owed";
   } else {
     why +=
@@ -307,7 +309,21 @@ ReclaimOutcome Planner::run() {
       why += "; " + count(protected_.size(), "protected by reclaimMinRuntime");
     if (!sparedSeen_.empty()) why += "; " + count(sparedSeen_.size(), "refused eviction");
   }
-  return outcome(Kind::kNoPlan, std::move(why));
+  return outcome(ReclaimOutcome::Kind::kNoPlan, std::move(why));
+}
+
+ReclaimOutcome Planner::run() {
+  if (auto refused = prepare()) return *refused;
+  std::vector<Candidate> candidates;
+  MilliGpu reachable = 0;
+  if (auto fits = findCandidates(candidates, &reachable)) return *fits;
+  const std::optional<NodePlan> best = search(candidates, &reachable);
+  if (!best) return noPlan(reachable);
+  ReclaimOutcome out;
+  out.kind = ReclaimOutcome::Kind::kPlanned;
+  out.plan = commit(*best);
+  out.reason = out.plan->reason;
+  return out;
 }
 
 }  // namespace reclaim_detail

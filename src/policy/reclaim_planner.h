@@ -129,6 +129,13 @@ class Planner {
     out.reason = std::move(reason);
     return out;
   }
+  // The steps of run(): eligibility, queues and floors (an outcome when not eligible); the
+  // candidate nodes (an outcome when the pod fits already); the best plan over them; the refusal.
+  std::optional<ReclaimOutcome> prepare();
+  std::optional<ReclaimOutcome> findCandidates(std::vector<Candidate>& candidates,
+                                               MilliGpu* reachable);
+  std::optional<NodePlan> search(std::vector<Candidate>& candidates, MilliGpu* reachable);
+  ReclaimOutcome noPlan(MilliGpu reachable) const;
   void buildQueues();
   void noteReleasing();
   int queueOf(const Pod& pod) const {
@@ -165,6 +172,7 @@ class Planner {
   std::unordered_map<std::string_view, int> queueIndex_;
   int reclaimer_ = -1;
   bool inQuota_ = false;
+  bool anyVictimQueue_ = false;  // some queue other than the reclaimer's may give GPUs
   std::unordered_set<std::string_view> releasingUids_;
   std::unordered_map<std::string_view, std::vector<PodPtr>> releasingByNode_;
   std::optional<std::unordered_map<std::string, std::vector<PodPtr>>> gangs_;

@@ -187,7 +187,11 @@ bool UndoLog::removePod(const PodPtr& pod) {
   auto it = std::lower_bound(pods.begin(), pods.end(), pod->uid,
                              [](const PodPtr& p, const std::string& uid) { return p->uid < uid; });
   if (it == pods.end() || (*it)->uid != pod->uid) return false;
-  if (isRemoved(**it)) return false;
+  if (const NodeWork* seen = find(static_cast<std::size_t>(node)); seen != nullptr) {
+    if (std::find(seen->removed.begin(), seen->removed.end(), *it) != seen->removed.end()) {
+      return false;
+    }
+  }
   NodeWork& w = touch(static_cast<std::size_t>(node));
   const std::size_t position = w.removed.size();
   w.removed.push_back(*it);

@@ -90,7 +90,7 @@ TEST(NodeState, ACopyHasTheSameAccounting) {
   const NodeState copy(node);
   NodeState assigned(MakeNode("other").gpus(1), {}, 1);
   assigned = node;
-  for (const NodeState* n : {&copy, &assigned}) {
+  for (const NodeState* n : {&copy, static_cast<const NodeState*>(&assigned)}) {
     EXPECT_EQ(layoutOf(*n), layoutOf(node));
     EXPECT_EQ(n->reserved(), gpus(2));
     EXPECT_EQ(n->generation(), 2u);
