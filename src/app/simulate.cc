@@ -33,7 +33,8 @@ const std::vector<FlagSpec>& simulateFlags() {
        "unbound Pods)",
        ""},
       {"namespace", "gpufair's namespace, for quota ConfigMaps in cluster files", "gpufair-system"},
-      {"policy", "comma-separated placement strategies", policy::kDefaultScorer},
+      {"policy", "comma-separated placement strategies (and \"hindsight\", an offline planner)",
+       policy::kDefaultScorer},
       {"seeds", "seeds: a range and/or list, e.g. 42-51 or 1,2,5-7", "42-51"},
       {"load", "submit pods until their GPU request would pass this x the GPU capacity", "1.3"},
       {"sampling",
@@ -173,9 +174,10 @@ int runSimulate(const std::vector<std::string>& argv) {
   auto policies = sim::parsePolicies(args.get("policy"));
   if (!policies) return fail(policies.error(), 2);
   for (const auto& name : *policies) {
-    if (!policy::makeScorer(name)) {
+    if (name != sim::kHindsightPolicy && !policy::makeScorer(name)) {
       std::string known;
       for (const auto& n : policy::scorerNames()) known += (known.empty() ? "" : ", ") + n;
+      known += std::string(", ") + sim::kHindsightPolicy;
       return fail("unknown policy \"" + name + "\" (known: " + known + ")", 2);
     }
   }
