@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gpufair/policy/fgdm_scorer.h"
+
 namespace gpufair::policy {
 namespace {
 
@@ -95,12 +97,13 @@ ScorerPtr makeScorer(std::string_view name, const ScorerOptions& options) {
   if (name == "clustering") return makeClusteringScorer();
   if (name == "fgd") return makeFgdScorer(options.workload);
   if (name == "fgdplus") return makeFgdPlusScorer(options.workload);
+  if (name == "fgdm") return makeFgdmScorer(options.workload);
   return nullptr;
 }
 
 std::vector<std::string> scorerNames() {
-  return {"blockfit", "binpack", "spread",     "bestfit", "dotprod",
-          "random",   "packing", "clustering", "fgd",     "fgdplus"};
+  return {"blockfit", "binpack",    "spread", "bestfit", "dotprod", "random",
+          "packing",  "clustering", "fgd",    "fgdplus", "fgdm"};
 }
 
 std::vector<int> normalizeScores(std::span<const double> raw) {
