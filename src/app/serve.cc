@@ -53,7 +53,7 @@ const std::vector<FlagSpec>& serveFlags() {
        "gpufair's own namespace: quota ConfigMaps and the Lease live here (default: the service "
        "account's namespace in a cluster, else gpufair-system)",
        ""},
-      {"scorer", "placement strategy: blockfit, fgd, fgdplus, bestfit, binpack, spread, ...",
+      {"scorer", "placement strategy: fgdm, fgd, fgdplus, blockfit, bestfit, binpack, spread, ...",
        policy::kDefaultScorer},
       {"threads", "HTTP io threads", "2"},
       {"max-body-bytes", "largest request body accepted (413 beyond)", std::to_string(64u << 20)},
