@@ -19,6 +19,10 @@
 // else the pod alone. Pure; thread-safety: stateless and const, one instance serves all threads.
 #pragma once
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "gpufair/policy/fragmentation.h"
 #include "gpufair/policy/scorer.h"
 
