@@ -33,7 +33,10 @@ const std::vector<FlagSpec>& simulateFlags() {
        "unbound Pods)",
        ""},
       {"namespace", "gpufair's namespace, for quota ConfigMaps in cluster files", "gpufair-system"},
-      {"policy", "comma-separated placement strategies: " + scorerList(), policy::kDefaultScorer},
+      {"policy",
+       "comma-separated placement strategies: " + scorerList() +
+           ", and \"hindsight\" (an offline planner that sees every arrival)",
+       policy::kDefaultScorer},
       {"seeds", "seeds: a range and/or list, e.g. 42-51 or 1,2,5-7", "42-51"},
       {"load", "submit pods until their GPU request would pass this x the GPU capacity", "1.3"},
       {"sampling",
@@ -173,8 +176,10 @@ int runSimulate(const std::vector<std::string>& argv) {
   auto policies = sim::parsePolicies(args.get("policy"));
   if (!policies) return fail(policies.error(), 2);
   for (const auto& name : *policies) {
-    if (policy::findScorer(name) == nullptr) {
-      return fail("unknown policy \"" + name + "\" (known: " + scorerList() + ")", 2);
+    if (name != sim::kHindsightPolicy && policy::findScorer(name) == nullptr) {
+      return fail("unknown policy \"" + name + "\" (known: " + scorerList() + ", " +
+                      sim::kHindsightPolicy + ")",
+                  2);
     }
   }
   options.policies = *policies;

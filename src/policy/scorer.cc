@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gpufair/policy/fgdm_scorer.h"
+
 namespace gpufair::policy {
 namespace {
 
@@ -82,7 +84,10 @@ ScorerPtr makeBlockFitScorer() {
 namespace {
 
 constexpr ScorerInfo kRegistry[] = {
-    {"blockfit", "keeps large free GPU blocks whole: breaking a scarce block costs most (default)",
+    {"fgdm",
+     "fgd that keeps pods off the GPU models restricted pods need (default; see fgdm_scorer.h)",
+     [](const ScorerOptions& o) { return makeFgdmScorer(o.workload); }},
+    {"blockfit", "keeps large free GPU blocks whole: breaking a scarce block costs most",
      [](const ScorerOptions&) { return makeBlockFitScorer(); }},
     {"binpack", "most GPUs allocated after placement",
      [](const ScorerOptions&) { return makeBinpackScorer(); }},

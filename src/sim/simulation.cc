@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "gpufair/policy/scorer.h"
+#include "gpufair/sim/hindsight.h"
 
 namespace gpufair::sim {
 namespace {
@@ -101,16 +102,26 @@ Result<SimulationReport> simulate(const Scenario& scenario, const SimulationOpti
       typicalWorkload(scenario.templates, options.typicalPopularity));
   std::vector<policy::ScorerPtr> scorers;
   for (const auto& name : options.policies) {
+    if (name == kHindsightPolicy) {  // no scorer: the offline planner (hindsight.h)
+      scorers.push_back(nullptr);
+      continue;
+    }
     policy::ScorerOptions so;
     so.workload = workload;
     auto scorer = policy::makeScorer(name, so);
     if (!scorer) {
       std::string known;
       for (const auto& n : policy::scorerNames()) known += (known.empty() ? "" : ", ") + n;
+      known += std::string(", ") + kHindsightPolicy;
       return R::failure("unknown policy \"" + name + "\" (known: " + known + ")");
     }
     scorers.push_back(std::move(scorer));
   }
+
+  // The hindsight planner also replays the arrival order through fgd.
+  policy::ScorerOptions fgdOptions;
+  fgdOptions.workload = workload;
+  const policy::ScorerPtr hindsightScorer = policy::makeScorer("fgd", fgdOptions);
 
   const MilliGpu capacity = scenario.gpuCapacity();
   const std::vector<MilliGpu> requests = scenario.templateRequests();
@@ -163,7 +174,16 @@ Result<SimulationReport> simulate(const Scenario& scenario, const SimulationOpti
       const auto start = Clock::now();
       ReplayResult result;
       try {
-        result = replay(scenario, orders[s], *scorers[p], ro);
+        if (scorers[p]) {
+          result = replay(scenario, orders[s], *scorers[p], ro);
+        } else {
+          const int points[] = {100};  // each plan is costly; the tables read 100 % arrived
+          ReplayOptions quiet = ro;
+          quiet.progress = nullptr;
+          quiet.measureFragmentation = false;
+          result = hindsightReplay(scenario, orders[s], points, hindsightScorer.get(), quiet);
+          if (ro.progress) ro.progress->fetch_add(orders[s].size());
+        }
       } catch (const std::exception& e) {  // e.g. out of memory: fail the run, not the process
         std::lock_guard<std::mutex> lock(errorMu);
         if (error.empty())

@@ -63,7 +63,7 @@ TEST(Filter, QueueRejectionFailsEveryNodeWithTheReason) {
 TEST(Prioritize, ScoresFittingNodesZeroElsewhere) {
   auto snap = cluster();
   auto candidates = names({"n1", "n2", "n3", "ghost"});
-  auto scorer = makeScorer(kDefaultScorer);
+  auto scorer = makeScorer("blockfit");  // the default before fgdm, whose ranking is checked
   auto scores = prioritize(*snap, testing::resolved(*snap, MakePod("team-b", "p").gpus(2)),
                            candidates, *scorer);
   ASSERT_EQ(scores.size(), 4u);

@@ -70,7 +70,7 @@ TEST(ScorerRegistry, KnownNames) {
     ASSERT_NE(s, nullptr) << name;
     EXPECT_EQ(s->name(), name);
   }
-  EXPECT_EQ(makeScorer(kDefaultScorer)->name(), "blockfit");
+  EXPECT_EQ(makeScorer(kDefaultScorer)->name(), "fgdm");
   EXPECT_EQ(makeScorer("no-such-scorer"), nullptr);
 }
 

@@ -136,6 +136,15 @@ INSTANTIATE_TEST_SUITE_P(
                  "blockfit",
                  sixThreesThenEight({"node-1", "node-1", "node-1", "node-2", "node-2", "node-2"},
                                     "node-3")},
+        // The default (fgdm) with no workload learned yet: the 3-GPU pod stands for it, and a
+        // third one on a node would strand its last GPU, so two per node; the 8 fits.
+        Scenario{"DefaultFitsEight",
+                 fourByTen(),
+                 {},
+                 teams(),
+                 policy::kDefaultScorer,
+                 sixThreesThenEight({"node-1", "node-1", "node-2", "node-2", "node-3", "node-3"},
+                                    "node-4")},
         // Against a workload of 3-GPU pods, a third pod on a node would strand its last GPU
         // (fragmentation +1 GPU), which costs more than opening a fresh node (0.3): two per node.
         Scenario{"FgdPlusAlsoFitsEight",

@@ -34,8 +34,8 @@ using ScorerPtr = std::unique_ptr<Scorer>;
 // Construction-time settings of a scorer; unset ones come from the snapshot.
 struct ScorerOptions {
   std::uint64_t seed = 0;  // "random": mixed with ClusterSnapshot::seed()
-  // "fgd", "fgdplus": the target workload; null: the snapshot's workload(); if that is null or
-  // empty too, the pod being placed stands for the workload.
+  // "fgd", "fgdplus", "fgdm": the target workload; null: the snapshot's workload(); if that is null
+  // or empty too, the pod being placed stands for the workload.
   WorkloadPtr workload;
 };
 
@@ -43,10 +43,10 @@ struct ScorerOptions {
 ScorerPtr makeSpreadScorer();
 // "binpack": most allocated after placement.
 ScorerPtr makeBinpackScorer();
-// "blockfit" (the default): keeps large free GPU blocks whole. Placing a pod on a node may take
-// away free blocks of 1, 2, 4, 8, ... GPUs from it; each lost block of k GPUs costs k / (number of
-// nodes that still offer a block of k), so breaking a scarce large block costs most. Lowest cost
-// wins; among equal costs, the tightest fit (fewest GPUs left free).
+// "blockfit" (the default before fgdm): keeps large free GPU blocks whole. Placing a pod on a node
+// may take away free blocks of 1, 2, 4, 8, ... GPUs from it; each lost block of k GPUs costs k /
+// (number of nodes that still offer a block of k), so breaking a scarce large block costs most.
+// Lowest cost wins; among equal costs, the tightest fit (fewest GPUs left free).
 ScorerPtr makeBlockFitScorer();
 
 // "bestfit" (the paper's BestFit): least weighted leftover of CPU and GPU after placement, each
@@ -71,7 +71,8 @@ ScorerPtr makeFgdScorer(WorkloadPtr workload = nullptr);
 // GPUs wins. Same GPU choice as fgd.
 ScorerPtr makeFgdPlusScorer(WorkloadPtr workload = nullptr);
 
-inline constexpr const char* kDefaultScorer = "blockfit";
+// "fgdm" (the default, fgdm_scorer.h): fgd plus GPU-model scarcity.
+inline constexpr const char* kDefaultScorer = "fgdm";
 
 // The scorer registry: every strategy once, by name, with a one-line description for help texts
 // and the factory that builds it. The default comes first. Everything that lists or accepts
@@ -85,7 +86,6 @@ struct ScorerInfo {
 std::span<const ScorerInfo> scorerRegistry();
 // The registry's row for `name` ("default" names kDefaultScorer); nullptr for an unknown name.
 const ScorerInfo* findScorer(std::string_view name);
-
 // nullptr for an unknown name.
 ScorerPtr makeScorer(std::string_view name);
 ScorerPtr makeScorer(std::string_view name, const ScorerOptions& options);

@@ -24,8 +24,12 @@ struct Progress {
   std::atomic<std::size_t> runsTotal{0};
 };
 
+// The policy name of the hindsight reference (hindsight.h): an offline planner that sees each
+// seed's whole arrival set; its curve has one point, at 100 % arrived.
+inline constexpr const char* kHindsightPolicy = "hindsight";
+
 struct SimulationOptions {
-  std::vector<std::string> policies;  // scorer names (policy::makeScorer)
+  std::vector<std::string> policies;  // scorer names (policy::makeScorer), or kHindsightPolicy
   std::vector<std::uint64_t> seeds{42, 43, 44, 45, 46, 47, 48, 49, 50, 51};
   double load = 1.3;
   Sampling sampling = Sampling::kInflate;

@@ -1,0 +1,117 @@
+#include "gpufair/policy/fgdm_scorer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpufair::policy {
+namespace {
+
+double paperScore(double deltaMilli) {
+  return std::floor(100.0 / (1.0 + std::exp(deltaMilli / 1000.0)));
+}
+
+class FgdmScorer final : public Scorer {
+ public:
+  FgdmScorer(WorkloadPtr workload, FgdmTuning tuning)
+      : workload_(std::move(workload)), tuning_(tuning) {}
+  std::string_view name() const override { return "fgdm"; }
+
+  void score(const ClusterSnapshot& snapshot, const Pod& pod,
+             std::span<const NodeState* const> nodes, std::span<double> out) const override {
+    const WorkloadPtr workload = target(snapshot, pod);
+    ModelPressure pressure;
+    if (tuning_.scarcityWeight != 0 && !workload->models().empty()) {
+      pressure = modelPressure(snapshot, *workload, true);
+    }
+    // Quantized growth first; the tie-break term stays below one quantum.
+    constexpr double kQuantum = 1e4;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const NodeState& n = *nodes[i];
+      double delta = fragmentationDelta(n, pod, workload, snapshot.fitOptions());
+      if (!pressure.models.empty()) {
+        delta +=
+            tuning_.scarcityWeight * pressure.of(n.node().gpuModel) * static_cast<double>(pod.gpus);
+      }
+      double s = paperScore(delta) * kQuantum;
+      if (tuning_.bestFitTies && n.allocatable() > 0) {
+        const MilliGpu left = n.free() > pod.gpus ? n.free() - pod.gpus : 0;
+        s -= static_cast<double>(left) / static_cast<double>(n.allocatable() + 1);
+      }
+      out[i] = s;
+    }
+  }
+
+  int chooseGpu(const ClusterSnapshot& snapshot, const Pod& pod,
+                const NodeState& node) const override {
+    if (!pod.isFractional()) return -1;
+    int chosen = -1;
+    fragmentationDelta(node, pod, target(snapshot, pod), snapshot.fitOptions(), -1, &chosen);
+    return chosen;
+  }
+
+ private:
+  WorkloadPtr target(const ClusterSnapshot& snapshot, const Pod& pod) const {
+    if (workload_ && !workload_->empty()) return workload_;
+    if (snapshot.workload() && !snapshot.workload()->empty()) return snapshot.workload();
+    return std::make_shared<const Workload>(std::vector<WeightedShape>{{PodShape::of(pod), 1.0}});
+  }
+
+  WorkloadPtr workload_;
+  FgdmTuning tuning_;
+};
+
+}  // namespace
+
+double ModelPressure::of(std::string_view model) const {
+  const auto it = std::lower_bound(models.begin(), models.end(), model, std::less<>());
+  if (it == models.end() || *it != model) return 0;
+  return pressure[static_cast<std::size_t>(it - models.begin())];
+}
+
+ModelPressure modelPressure(const ClusterSnapshot& snapshot, const Workload& workload,
+                            bool byFree) {
+  ModelPressure p;
+  std::vector<double> supply;
+  double totalSupply = 0;
+  for (const auto& n : snapshot.nodes()) {
+    if (!n->node().takesNewPods() || n->allocatable() <= 0) continue;
+    const std::string& model = n->node().gpuModel;
+    auto it = std::lower_bound(p.models.begin(), p.models.end(), model);
+    const auto k = static_cast<std::size_t>(it - p.models.begin());
+    if (it == p.models.end() || *it != model) {
+      p.models.insert(it, model);
+      supply.insert(supply.begin() + static_cast<std::ptrdiff_t>(k), 0.0);
+    }
+    const double g = static_cast<double>(byFree ? n->free() : n->allocatable());
+    supply[k] += g;
+    totalSupply += g;
+  }
+  p.pressure.assign(p.models.size(), 0.0);
+  double demand = 0;
+  for (const auto& w : workload.shapes()) {
+    const double gpus = w.weight * static_cast<double>(w.shape.totalGpus());
+    demand += gpus;
+    if (w.shape.gpuModels.empty() || gpus <= 0) continue;
+    double allowed = 0;
+    for (std::size_t k = 0; k < p.models.size(); ++k) {
+      if (w.shape.allowsModel(p.models[k])) allowed += supply[k];
+    }
+    if (allowed <= 0) continue;
+    for (std::size_t k = 0; k < p.models.size(); ++k) {
+      if (w.shape.allowsModel(p.models[k])) p.pressure[k] += gpus / allowed;
+    }
+  }
+  if (demand <= 0 || totalSupply <= 0) {
+    p.pressure.assign(p.models.size(), 0.0);
+    return p;
+  }
+  const double mean = demand / totalSupply;  // the workload's demand per GPU of supply
+  for (double& x : p.pressure) x /= mean;
+  return p;
+}
+
+ScorerPtr makeFgdmScorer(WorkloadPtr workload, FgdmTuning tuning) {
+  return std::make_unique<FgdmScorer>(std::move(workload), tuning);
+}
+
+}  // namespace gpufair::policy

@@ -1,0 +1,158 @@
+// fgdm on small clusters whose fragmentation, pressure and scores are computed by hand (see
+// include/gpufair/policy/fgdm_scorer.h): score = floor(100 / (1 + e^(dF / 1000))) * 1e4, where
+// dF is fgd's growth plus the scarcity term; with bestFitTies, minus (free milli-GPUs left /
+// (allocatable + 1)).
+#include "gpufair/policy/fgdm_scorer.h"
+
+#include <memory>
+
+#include <gtest/gtest.h>
+
+#include "testing/builders.h"
+#include "testing/cluster.h"
+
+namespace gpufair::policy {
+namespace {
+
+using testing::MakeNode;
+using testing::MakePod;
+using testing::rawScores;
+
+PodShape whole(int n, std::vector<std::string> models = {}) {
+  PodShape s;
+  s.gpuCount = n;
+  s.gpuModels = std::move(models);
+  return s;
+}
+PodShape share(MilliGpu m) {
+  PodShape s;
+  s.gpuShare = m;
+  return s;
+}
+WorkloadPtr workloadOf(std::vector<WeightedShape> shapes) {
+  return std::make_shared<const Workload>(std::move(shapes));
+}
+
+constexpr FgdmTuning kBestFit{1.0, true};
+
+TEST(FgdmScorer, WholeGpusTiesGoToTheTighterNode) {
+  // n1: 8 of 8 free; n2: 3 of 8; n3: 4 of 8. Against 2-GPU pods, 2 GPUs on n2 strand its last
+  // GPU (dF = +1000, floor(100 / (1 + e)) = 26); on n1 and n3 nothing is stranded (dF = 0, 50):
+  // a tie that best fit breaks for n3 (2 GPUs left) over n1 (6 left).
+  auto snap =
+      testing::snapshotOf({MakeNode("n1").gpus(8), MakeNode("n2").gpus(8), MakeNode("n3").gpus(8)},
+                          {MakePod("a", "x").gpus(5).on("n2"), MakePod("a", "y").gpus(4).on("n3")});
+  auto scorer = makeFgdmScorer(workloadOf({{whole(2), 1.0}}), kBestFit);
+  auto raw = rawScores(*scorer, *snap, MakePod("a", "p").gpus(2));
+  EXPECT_DOUBLE_EQ(raw[0], 50e4 - 6000.0 / 8001);
+  EXPECT_DOUBLE_EQ(raw[1], 26e4 - 1000.0 / 8001);
+  EXPECT_DOUBLE_EQ(raw[2], 50e4 - 2000.0 / 8001);
+}
+
+TEST(FgdmScorer, ByDefaultTiesAreLeftToTheCaller) {
+  auto snap = testing::snapshotOf({MakeNode("n1").gpus(8), MakeNode("n2").gpus(4)}, {});
+  auto scorer = makeFgdmScorer(workloadOf({{whole(2), 1.0}}));
+  auto raw = rawScores(*scorer, *snap, MakePod("a", "p").gpus(2));
+  EXPECT_DOUBLE_EQ(raw[0], 50e4);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4);
+}
+
+TEST(FgdmScorer, FractionalPodGoesWhereItFillsAStrandedGpu) {
+  // Against 1-GPU pods, a: GPUs free {1000, 1000}; b: {600, 1000} (0.4 used on GPU 0).
+  // 0.3 on a strands 700 (dF = +700 -> 33); on b's GPU 0 it shrinks the stranded 600 to 300
+  // (dF = -300 -> 57), and that is the GPU fgdm gives it.
+  auto snap = testing::snapshotOf({MakeNode("a").gpus(2), MakeNode("b").gpus(2)},
+                                  {MakePod("t", "x").share(0.4).gpuIndex(0).on("b")});
+  auto scorer = makeFgdmScorer(workloadOf({{whole(1), 1.0}}), kBestFit);
+  const Pod pod = MakePod("t", "p").share(0.3);
+  auto raw = rawScores(*scorer, *snap, pod);
+  EXPECT_DOUBLE_EQ(raw[0], 33e4 - 1700.0 / 2001);
+  EXPECT_DOUBLE_EQ(raw[1], 57e4 - 1300.0 / 2001);
+  EXPECT_EQ(scorer->chooseGpu(*snap, pod, *snap->nodes()[1]), 0);
+}
+
+TEST(FgdmScorer, HalvesShareAGpuAndKeepTheOtherWhole) {
+  // Against halves, a: {500, 1000} free; b: {1000, 1000}. Nothing strands anywhere (dF = 0,
+  // score 50), so best fit decides: a (1000 left) over b (1500 left), on a's half-used GPU 0.
+  auto snap = testing::snapshotOf({MakeNode("a").gpus(2), MakeNode("b").gpus(2)},
+                                  {MakePod("t", "x").share(0.5).gpuIndex(0).on("a")});
+  auto scorer = makeFgdmScorer(workloadOf({{share(500), 1.0}}), kBestFit);
+  const Pod pod = MakePod("t", "p").share(0.5);
+  auto raw = rawScores(*scorer, *snap, pod);
+  EXPECT_DOUBLE_EQ(raw[0], 50e4 - 1000.0 / 2001);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4 - 1500.0 / 2001);
+  EXPECT_EQ(scorer->chooseGpu(*snap, pod, *snap->nodes()[0]), 0);
+}
+
+// t1: T4 with 2 GPUs; v1, v2: V100 with 4 each. Workload of 1-GPU pods: 10 % T4 only, 20 % V100
+// only, 70 % any model.
+SnapshotPtr twoModels() {
+  return testing::snapshotOf(
+      {MakeNode("t1").gpus(2).model("T4"), MakeNode("v1").gpus(4).model("V100"),
+       MakeNode("v2").gpus(4).model("V100")},
+      {});
+}
+WorkloadPtr twoModelWorkload() {
+  return workloadOf({{whole(1, {"T4"}), 0.1}, {whole(1, {"V100"}), 0.2}, {whole(1), 0.7}});
+}
+
+TEST(FgdmScorer, PressurePerModelIsRestrictedDemandOverSupply) {
+  // Demand per GPU of supply: 1000 / 10000 = 0.1. T4: 0.1 * 1000 / 2000 = 0.05 -> 0.5;
+  // V100: 0.2 * 1000 / 8000 = 0.025 -> 0.25.
+  const ModelPressure p = modelPressure(*twoModels(), *twoModelWorkload());
+  EXPECT_EQ(p.models, (std::vector<std::string>{"T4", "V100"}));
+  EXPECT_DOUBLE_EQ(p.of("T4"), 0.5);
+  EXPECT_DOUBLE_EQ(p.of("V100"), 0.25);
+  EXPECT_DOUBLE_EQ(p.of("A100"), 0.0);
+}
+
+TEST(FgdmScorer, PressureRisesAsAModelFillsUp) {
+  // One T4 GPU taken: 9000 milli-GPUs free, demand per free GPU 1000 / 9000. T4: 0.1 * 1000 /
+  // 1000 = 0.1 -> 0.9; V100: 0.025 -> 0.225. Counted over allocatable GPUs, nothing changes.
+  auto snap =
+      testing::snapshotOf({MakeNode("t1").gpus(2).model("T4"), MakeNode("v1").gpus(4).model("V100"),
+                           MakeNode("v2").gpus(4).model("V100")},
+                          {MakePod("a", "x").gpus(1).on("t1")});
+  const ModelPressure p = modelPressure(*snap, *twoModelWorkload());
+  EXPECT_DOUBLE_EQ(p.of("T4"), 0.9);
+  EXPECT_DOUBLE_EQ(p.of("V100"), 0.225);
+  const ModelPressure q = modelPressure(*snap, *twoModelWorkload(), false);
+  EXPECT_DOUBLE_EQ(q.of("T4"), 0.5);
+  EXPECT_DOUBLE_EQ(q.of("V100"), 0.25);
+}
+
+TEST(FgdmScorer, PodThatRunsAnywhereKeepsOffTheScarceModel) {
+  // fgd alone: on t1 the V100-only 20 % cannot use the GPU taken (dF = -200 -> 54), on a V100
+  // the T4-only 10 % (dF = -100 -> 52): fgd picks the T4. fgdm adds pressure x 1000: t1
+  // -200 + 500 = 300 (-> 42), v1 -100 + 250 = 150 (-> 46): a V100.
+  auto snap = twoModels();
+  const Pod pod = MakePod("a", "p").gpus(1);
+  auto fgd = rawScores(*makeFgdScorer(twoModelWorkload()), *snap, pod);
+  EXPECT_GT(fgd[0], fgd[1]);
+  auto raw = rawScores(*makeFgdmScorer(twoModelWorkload()), *snap, pod);
+  EXPECT_DOUBLE_EQ(raw[0], 42e4);
+  EXPECT_DOUBLE_EQ(raw[1], 46e4);
+  EXPECT_DOUBLE_EQ(raw[2], raw[1]);
+}
+
+TEST(FgdmScorer, RestrictedPodPaysTheSamePressureOnEveryNodeItMayUse) {
+  // A V100-only pod: both V100 nodes cost the same (-100 + 250), so pressure changes nothing.
+  auto snap = twoModels();
+  const Pod pod = MakePod("a", "p").gpus(1).models({"V100"});
+  std::vector<const NodeState*> nodes{snap->nodes()[1].get(), snap->nodes()[2].get()};
+  std::vector<double> raw(2);
+  makeFgdmScorer(twoModelWorkload())->score(*snap, pod, nodes, raw);
+  EXPECT_DOUBLE_EQ(raw[0], 46e4);
+  EXPECT_DOUBLE_EQ(raw[0], raw[1]);
+}
+
+TEST(FgdmScorer, WithoutAWorkloadThePodStandsForIt) {
+  // No workload anywhere: the 3-GPU pod itself. n1 (4 free) would strand 1 GPU; n2 (10 free)
+  // keeps 7 whole, enough for two more.
+  auto snap = testing::snapshotOf({MakeNode("n1").gpus(4), MakeNode("n2").gpus(10)}, {});
+  auto raw = rawScores(*makeScorer("fgdm"), *snap, MakePod("a", "p").gpus(3));
+  EXPECT_LT(raw[0], raw[1]);
+}
+
+}  // namespace
+}  // namespace gpufair::policy
