@@ -13,8 +13,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "gpufair/common/labels.h"
 #include "gpufair/common/clock.h"
+#include "gpufair/common/labels.h"
 #include "gpufair/common/quota.h"
 #include "gpufair/policy/fair_share.h"
 #include "gpufair/policy/filter.h"

@@ -1,5 +1,6 @@
 // mirror_bench: what the Kubernetes side costs gpufair (issue 3's speed targets).
-//   relist: a full paginated LIST of N nodes + M pods (pages of 500, as the reflector asks for them)
+//   relist: a full paginated LIST of N nodes + M pods (pages of 500, as the reflector asks for
+//   them)
 //           decoded and applied to the Mirror, then the first snapshot built. Target: 5,000 nodes
 //           + 150,000 pods under 2 s, resident memory under 500 MB.
 //   ingest: watch event lines (MODIFIED / ADDED / DELETED pods) decoded and applied as the
@@ -9,8 +10,6 @@
 // the process's peak memory is the mirror's, not the generator's.
 //
 // Usage: mirror_bench [--nodes N] [--pods M] [--gpu-share PCT] [--events E] [--snapshot-every K]
-#include <time.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,10 +20,12 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <time.h>
 
 #include "gpufair/common/clock.h"
 #include "gpufair/k8s/sinks.h"
 #include "gpufair/state/mirror.h"
+
 #include "reflector_decode.h"
 
 namespace {
@@ -165,8 +166,8 @@ Spent list(const char* kind, int count, Make make, gpufair::k8s::ReflectorSink& 
   for (int start = 0; start < count; start += kPage) {
     page.clear();
     for (int i = start; i < std::min(count, start + kPage); ++i) page.push_back(make(i));
-    std::string body =
-        Generator::listBody(kind, page, start + kPage < count ? "page" + std::to_string(start) : "");
+    std::string body = Generator::listBody(
+        kind, page, start + kPage < count ? "page" + std::to_string(start) : "");
     const auto t0 = Clock::now();
     const double c0 = threadCpuSeconds();
     auto decoded = decoder.decode(body, items);
@@ -194,11 +195,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::atoi(argv[i + 1]);
-    if (flag == "--nodes") options.nodes = value;
-    else if (flag == "--pods") options.pods = value;
-    else if (flag == "--gpu-share") options.gpuSharePercent = value;
-    else if (flag == "--events") options.events = value;
-    else if (flag == "--snapshot-every") options.snapshotEvery = value;
+    if (flag == "--nodes")
+      options.nodes = value;
+    else if (flag == "--pods")
+      options.pods = value;
+    else if (flag == "--gpu-share")
+      options.gpuSharePercent = value;
+    else if (flag == "--events")
+      options.events = value;
+    else if (flag == "--snapshot-every")
+      options.snapshotEvery = value;
     else {
       std::cerr << "unknown flag " << flag << "\n";
       return 2;
@@ -210,22 +216,25 @@ int main(int argc, char** argv) {
   gpufair::k8s::PodSink podSink(mirror);
 
   const auto before = residentMb();
-  const Spent nodes = list("NodeList", options.nodes, [&](int i) { return gen.node(i); }, nodeSink);
-  const Spent pods = list("PodList", options.pods, [&](int i) { return gen.pod(i, 0); }, podSink);
+  const Spent nodes = list(
+      "NodeList", options.nodes, [&](int i) { return gen.node(i); }, nodeSink);
+  const Spent pods = list(
+      "PodList", options.pods, [&](int i) { return gen.pod(i, 0); }, podSink);
   auto t0 = Clock::now();
   double c0 = threadCpuSeconds();
   auto snapshot = mirror.snapshot();
   const Spent first{seconds(Clock::now() - t0), threadCpuSeconds() - c0};
   const auto afterList = residentMb();
-  std::printf("relist: %d nodes + %d pods (%d%% with GPUs): %.3f s wall, %.3f s CPU "
-              "(CPU: nodes %.3f s, pods %.3f s, first snapshot %.3f s)\n",
-              options.nodes, options.pods, options.gpuSharePercent,
-              nodes.wall + pods.wall + first.wall, nodes.cpu + pods.cpu + first.cpu, nodes.cpu,
-              pods.cpu, first.cpu);
-  std::printf("relist: resident memory %.0f MB before, %.0f MB after, peak %.0f MB; "
-              "mirror holds %zu nodes, %zu pending pods, %.0f GPUs allocated\n",
-              before.second, afterList.second, afterList.first, snapshot->nodes().size(),
-              snapshot->pending().size(), static_cast<double>(snapshot->allocated()) / 1000.0);
+  std::printf(
+      "relist: %d nodes + %d pods (%d%% with GPUs): %.3f s wall, %.3f s CPU "
+      "(CPU: nodes %.3f s, pods %.3f s, first snapshot %.3f s)\n",
+      options.nodes, options.pods, options.gpuSharePercent, nodes.wall + pods.wall + first.wall,
+      nodes.cpu + pods.cpu + first.cpu, nodes.cpu, pods.cpu, first.cpu);
+  std::printf(
+      "relist: resident memory %.0f MB before, %.0f MB after, peak %.0f MB; "
+      "mirror holds %zu nodes, %zu pending pods, %.0f GPUs allocated\n",
+      before.second, afterList.second, afterList.first, snapshot->nodes().size(),
+      snapshot->pending().size(), static_cast<double>(snapshot->allocated()) / 1000.0);
   snapshot.reset();
 
   // Watch events: a pool of lines cycled (MODIFIED status updates of listed pods, ADDED new
@@ -240,9 +249,9 @@ int main(int argc, char** argv) {
     } else if (kind == 9) {
       lines.push_back("{\"type\":\"DELETED\",\"object\":" + gen.pod(options.pods + k - 1, 2) + "}");
     } else {
-      lines.push_back("{\"type\":\"MODIFIED\",\"object\":" +
-                      gen.pod((k * 7919) % options.pods, 3 + k, k % 50 == 0 ? "Succeeded" : "Running") +
-                      "}");
+      lines.push_back(
+          "{\"type\":\"MODIFIED\",\"object\":" +
+          gen.pod((k * 7919) % options.pods, 3 + k, k % 50 == 0 ? "Succeeded" : "Running") + "}");
     }
   }
   WatchDecoder decoder;
@@ -269,15 +278,15 @@ int main(int argc, char** argv) {
   const double ingestSeconds = seconds(Clock::now() - t0);
   const double ingestCpu = threadCpuSeconds() - c0;
   const auto afterIngest = residentMb();
-  std::printf("ingest: %d pod events (%.1f KB each): %.3f s wall = %.0f events/s; %.3f s CPU = "
-              "%.0f events/s, %.0f MB/s%s\n",
-              options.events, static_cast<double>(bytes) / options.events / 1024.0, ingestSeconds,
-              options.events / ingestSeconds, ingestCpu, options.events / ingestCpu,
-              static_cast<double>(bytes) / ingestCpu / 1e6,
-              options.snapshotEvery > 0
-                  ? (", a snapshot every " + std::to_string(options.snapshotEvery) + " events")
-                        .c_str()
-                  : "");
+  std::printf(
+      "ingest: %d pod events (%.1f KB each): %.3f s wall = %.0f events/s; %.3f s CPU = "
+      "%.0f events/s, %.0f MB/s%s\n",
+      options.events, static_cast<double>(bytes) / options.events / 1024.0, ingestSeconds,
+      options.events / ingestSeconds, ingestCpu, options.events / ingestCpu,
+      static_cast<double>(bytes) / ingestCpu / 1e6,
+      options.snapshotEvery > 0
+          ? (", a snapshot every " + std::to_string(options.snapshotEvery) + " events").c_str()
+          : "");
   std::printf("ingest: resident memory %.0f MB, peak %.0f MB; decode errors %llu\n",
               afterIngest.second, afterIngest.first,
               static_cast<unsigned long long>(podSink.decodeErrors() + nodeSink.decodeErrors()));

@@ -121,7 +121,8 @@ Response ExtenderService::filter(std::string_view body) {
   if (Status allowed = decisionsAllowed(); !allowed.isOk()) {
     spdlog::info("filter {}: every node refused: {}", args.pod.key(), allowed.reason());
     policy::FilterResult refused;
-    for (std::string_view node : args.candidates) refused.failed.push_back({node, allowed.reason()});
+    for (std::string_view node : args.candidates)
+      refused.failed.push_back({node, allowed.reason()});
     Response response;
     encodeFilterResult(args, refused, "", response.body);
     return response;
@@ -160,8 +161,8 @@ void ExtenderService::narrow(const policy::ClusterSnapshot& snapshot, const poli
       policy::rankCandidates(snapshot, pod, result.feasible, scorer_);
   std::vector<bool> kept(result.feasible.size(), false);
   for (std::size_t i = 0; i < keep && i < order.size(); ++i) kept[order[i]] = true;
-  const std::string reason = "gpufair prefers another node for this pod (--filter-mode " +
-                             filterMode_.name() + ")";
+  const std::string reason =
+      "gpufair prefers another node for this pod (--filter-mode " + filterMode_.name() + ")";
   std::vector<std::string_view> feasible;
   for (std::size_t i = 0; i < result.feasible.size(); ++i) {
     if (kept[i]) {

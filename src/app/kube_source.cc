@@ -148,10 +148,11 @@ void KubeSource::tick() {
     announced_ = true;
     std::size_t pods = snapshot->pending().size();
     for (const auto& node : snapshot->nodes()) pods += node->pods().size();
-    spdlog::info("first lists complete: {} nodes, {} GPUs ({} free), {} pods using or wanting "
-                 "GPUs, {} queues; deciding from now on",
-                 snapshot->nodes().size(), formatGpus(snapshot->capacity()),
-                 formatGpus(snapshot->free()), pods, snapshot->queues().size());
+    spdlog::info(
+        "first lists complete: {} nodes, {} GPUs ({} free), {} pods using or wanting "
+        "GPUs, {} queues; deciding from now on",
+        snapshot->nodes().size(), formatGpus(snapshot->capacity()), formatGpus(snapshot->free()),
+        pods, snapshot->queues().size());
   }
   const bool leader = isLeader();
   requeuer_.tick(complete, leader, *snapshot);

@@ -1,10 +1,10 @@
-#include <spdlog/spdlog.h>
-
 #include "reclaim_controller.h"
 
 #include <algorithm>
 #include <exception>
 #include <set>
+
+#include <spdlog/spdlog.h>
 
 namespace gpufair::app {
 

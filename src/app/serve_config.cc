@@ -249,7 +249,8 @@ Result<ServeConfig> parseServeConfig(const std::vector<std::string>& argv) {
     return R::failure(s.reason());
   } else {
     // Against an API server, demand is what the API server says exists: a pod only offered to
-    // /filter (e.g. a late call for a pod deleted meanwhile) is not demand until the watch shows it.
+    // /filter (e.g. a late call for a pod deleted meanwhile) is not demand until the watch shows
+    // it.
     config.mirror.offeredPodsAreDemand = false;
   }
   return config;

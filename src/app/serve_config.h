@@ -33,7 +33,7 @@ struct KubeSettings {
   std::chrono::seconds leaseDuration{15};
   std::chrono::seconds renewDeadline{10};
   std::chrono::seconds retryPeriod{2};
-  std::chrono::seconds staleAfter{60};  // not ready when a watch has been down longer than this
+  std::chrono::seconds staleAfter{60};    // not ready when a watch has been down longer than this
   std::string schedulerName = "gpufair";  // the profile whose pods gpufair requeues when ready
 };
 
@@ -49,9 +49,9 @@ struct ServeConfig {
   api::ServerOptions server;
   state::MirrorOptions mirror;
   ReclaimSettings reclaim;
-  std::string scorer;         // a name policy::makeScorer knows
+  std::string scorer;          // a name policy::makeScorer knows
   api::FilterMode filterMode;  // what /filter answers among the nodes that fit
-  std::string metricsListen;  // HOST:PORT, or "off"
+  std::string metricsListen;   // HOST:PORT, or "off"
   bool metricsEnabled() const { return metricsListen != "off"; }
 };
 

@@ -160,10 +160,11 @@ class ServeRun {
                                        : "";
     if (kube_) {
       // Nothing is listed yet: say what gpufair waits for; KubeSource::tick() says what it found.
-      spdlog::info("{}: waiting for the first lists of nodes, pods and quota ConfigMaps (until "
-                   "then the webhooks refuse every node and kube-scheduler retries); scorer {}, "
-                   "reclaim {}",
-                   source_, scorer_->name(), reclaimModeName(config_.reclaim));
+      spdlog::info(
+          "{}: waiting for the first lists of nodes, pods and quota ConfigMaps (until "
+          "then the webhooks refuse every node and kube-scheduler retries); scorer {}, "
+          "reclaim {}",
+          source_, scorer_->name(), reclaimModeName(config_.reclaim));
     } else {
       spdlog::info("{}: {} nodes, {} GPUs ({} free), {} queues, scorer {}, reclaim {}", source_,
                    snap->nodes().size(), formatGpus(snap->capacity()), formatGpus(snap->free()),

@@ -49,8 +49,7 @@ Result<bool> gpuAnnotations(policy::Pod& pod, MilliGpu resourceMilli) {
     }
   }
   if (hasFraction || hasMilli) {
-    const std::string name =
-        hasFraction ? kGpuFractionAnnotation : kGpuMilliAnnotation;
+    const std::string name = hasFraction ? kGpuFractionAnnotation : kGpuMilliAnnotation;
     const std::string& text = hasFraction ? fraction->second : milli->second;
     if (pod.gpus > 0) {
       return R::failure("annotation " + name +
@@ -76,9 +75,8 @@ Result<bool> gpuAnnotations(policy::Pod& pod, MilliGpu resourceMilli) {
                         (hasFraction ? "0, 1]" : "0, 1000]") + ")");
     }
     if (resourceMilli > 0 && share != resourceMilli) {
-      return R::failure("annotation " + name + " (" + text + ") and resource " +
-                        kGpuMilliResource + " (" + std::to_string(resourceMilli) +
-                        ") disagree; set one");
+      return R::failure("annotation " + name + " (" + text + ") and resource " + kGpuMilliResource +
+                        " (" + std::to_string(resourceMilli) + ") disagree; set one");
     }
     pod.setGpuShare(share);
   } else if (resourceMilli > 0) {

@@ -169,8 +169,8 @@ Status detail::patchPodMetadata(KubeClient& client, std::string_view ns, std::st
   ApiResponse response = client.send(request);
   if (response.ok()) return Status::ok();
   ApiError error = apiError(response);
-  std::string message = (field == "labels" ? "labelling " : "annotating ") + std::string(ns) +
-                        "/" + std::string(name) + ": " + error.describe();
+  std::string message = (field == "labels" ? "labelling " : "annotating ") + std::string(ns) + "/" +
+                        std::string(name) + ": " + error.describe();
   if (errorOut != nullptr) *errorOut = std::move(error);
   return Status::error(std::move(message));
 }
@@ -229,8 +229,9 @@ Result<std::string> createEvent(KubeClient& client, const EventSpec& event) {
   constexpr std::size_t kMaxShort = 128;     // reason, action, reportingInstance
   if (event.reason.empty() || event.action.empty()) {
     return Result<std::string>::failure("not writing an Event for " + event.object.kind + " " +
-                                        event.object.name + " without reason and action (reason \"" +
-                                        event.reason + "\", action \"" + event.action + "\")");
+                                        event.object.name +
+                                        " without reason and action (reason \"" + event.reason +
+                                        "\", action \"" + event.action + "\")");
   }
   const std::string ns = eventNamespace(event.object);
   json involved = {{"kind", event.object.kind},

@@ -11,8 +11,9 @@
 #include <cpprest/producerconsumerstream.h>
 #include <nlohmann/json.hpp>
 
-#include "client_auth.h"
 #include "gpufair/k8s/client.h"
+
+#include "client_auth.h"
 
 namespace gpufair::k8s {
 namespace {
@@ -74,7 +75,9 @@ SteadyClock::time_point deadlineAfter(std::chrono::milliseconds timeout) {
   return SteadyClock::now() + timeout;
 }
 
-std::string millis(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
+std::string millis(std::chrono::milliseconds d) {
+  return std::to_string(d.count()) + " ms";
+}
 
 class CpprestKubeClient final : public KubeClient {
  public:
@@ -124,8 +127,8 @@ class CpprestKubeClient final : public KubeClient {
   }
 
   std::string failure(const ApiRequest& request, const std::string& what) const {
-    return request.method + " " + server_ + request.path.substr(0, request.path.find('?')) +
-           ": " + what;
+    return request.method + " " + server_ + request.path.substr(0, request.path.find('?')) + ": " +
+           what;
   }
 
   // Reads the rest of a (small) body: a non-2xx answer of stream().

@@ -95,8 +95,7 @@ YAML::Node findNamed(const YAML::Node& list, const std::string& listName, const 
       auto body = entry[key];
       if (!body || body.IsNull()) return YAML::Node(YAML::NodeType::Map);
       if (!body.IsMap()) {
-        throw ConfigError(listName + "[" + name + "]." + key + " must be a mapping" +
-                          lineOf(body));
+        throw ConfigError(listName + "[" + name + "]." + key + " must be a mapping" + lineOf(body));
       }
       return body;
     }
@@ -111,8 +110,8 @@ void readCluster(const YAML::Node& cluster, const std::string& name, const std::
   if (out.server.empty()) throw ConfigError("cluster \"" + name + "\" has no server");
   out.caData = pemData(cluster["certificate-authority-data"], field + "certificate-authority-data");
   if (out.caData.empty()) {
-    out.caFile = resolve(text(cluster["certificate-authority"], field + "certificate-authority"),
-                         baseDir);
+    out.caFile =
+        resolve(text(cluster["certificate-authority"], field + "certificate-authority"), baseDir);
   }
   out.insecureSkipTlsVerify =
       flag(cluster["insecure-skip-tls-verify"], field + "insecure-skip-tls-verify");
@@ -122,7 +121,8 @@ void readUser(const YAML::Node& user, const std::string& name, const std::string
               ClientConfig& out) {
   auto field = "user \"" + name + "\": ";
   out.token = text(user["token"], field + "token");
-  if (out.token.empty()) out.tokenFile = resolve(text(user["tokenFile"], field + "tokenFile"), baseDir);
+  if (out.token.empty())
+    out.tokenFile = resolve(text(user["tokenFile"], field + "tokenFile"), baseDir);
   out.clientCertData = pemData(user["client-certificate-data"], field + "client-certificate-data");
   if (out.clientCertData.empty()) {
     out.clientCertFile =
@@ -141,20 +141,20 @@ void readUser(const YAML::Node& user, const std::string& name, const std::string
   }
   bool hasCredentials = !out.token.empty() || !out.tokenFile.empty() || hasCert;
   if (hasCredentials) return;
-  const std::string advice = ", which gpufair does not support; use a token, tokenFile or client "
-                             "certificate (e.g. a ServiceAccount token)";
+  const std::string advice =
+      ", which gpufair does not support; use a token, tokenFile or client "
+      "certificate (e.g. a ServiceAccount token)";
   if (user["exec"]) {
     auto command = user["exec"].IsMap() ? text(user["exec"]["command"], field + "exec.command")
                                         : std::string();
-    throw ConfigError("user \"" + name + "\" uses an exec credential plugin (command \"" +
-                      command + "\")" + advice);
+    throw ConfigError("user \"" + name + "\" uses an exec credential plugin (command \"" + command +
+                      "\")" + advice);
   }
   if (user["auth-provider"]) {
     auto provider = user["auth-provider"].IsMap()
                         ? text(user["auth-provider"]["name"], field + "auth-provider.name")
                         : std::string();
-    throw ConfigError("user \"" + name + "\" uses the auth-provider \"" + provider + "\"" +
-                      advice);
+    throw ConfigError("user \"" + name + "\" uses the auth-provider \"" + provider + "\"" + advice);
   }
   if (user["username"] || user["password"]) {
     throw ConfigError("user \"" + name + "\" uses basic authentication (username/password)" +

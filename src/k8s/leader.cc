@@ -40,9 +40,10 @@ LeaderElector::LeaderElector(KubeClientPtr client, ClockPtr clock, LeaderElector
   }
   if (options_.identity.empty()) options_.identity = defaultIdentity();
   if (!options_.followHolderPrefix.empty()) {
-    spdlog::info("leader election follows lease {}/{}: this replica leads while its holder "
-                 "starts with {}",
-                 options_.ns, options_.name, options_.followHolderPrefix);
+    spdlog::info(
+        "leader election follows lease {}/{}: this replica leads while its holder "
+        "starts with {}",
+        options_.ns, options_.name, options_.followHolderPrefix);
   }
 }
 

@@ -5,7 +5,9 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-std::string errorText(simdjson::error_code error) { return simdjson::error_message(error); }
+std::string errorText(simdjson::error_code error) {
+  return simdjson::error_message(error);
+}
 
 }  // namespace
 
@@ -43,7 +45,8 @@ Result<ListPage> ListDecoder::decode(std::string& body, std::vector<std::string>
       if (auto error = field.value().get(value)) return R::failure(errorText(error));
       if (value.is_null()) continue;  // "items": null for an empty list
       od::array array;
-      if (auto error = value.get_array().get(array)) return R::failure("items: " + errorText(error));
+      if (auto error = value.get_array().get(array))
+        return R::failure("items: " + errorText(error));
       for (auto element : array) {
         od::object item;
         if (auto error = element.get_object().get(item)) {
@@ -86,8 +89,8 @@ bool splitCanonical(std::string_view line, std::string_view& type, std::string_v
   for (char c : type) {
     if (c < 'A' || c > 'Z') return false;  // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
   }
-  object = trimJsonSpace(line.substr(end + kObject.size(),
-                                     line.size() - 1 - (end + kObject.size())));
+  object =
+      trimJsonSpace(line.substr(end + kObject.size(), line.size() - 1 - (end + kObject.size())));
   return !object.empty() && object.front() == '{' && object.back() == '}';
 }
 

@@ -27,9 +27,10 @@ std::size_t Requeuer::tick(bool consistent, bool leader, const policy::ClusterSn
   if (rose) {
     enqueue(snapshot);
     if (pending() > 0) {
-      spdlog::info("requeue: asking kube-scheduler to retry {} pending pods of scheduler {} now "
-                   "that gpufair has a complete view",
-                   pending(), options_.schedulerName);
+      spdlog::info(
+          "requeue: asking kube-scheduler to retry {} pending pods of scheduler {} now "
+          "that gpufair has a complete view",
+          pending(), options_.schedulerName);
     }
   }
   if (!leader || !consistent) return 0;
@@ -51,9 +52,9 @@ std::size_t Requeuer::tick(bool consistent, bool leader, const policy::ClusterSn
     }
     // Only a pod that is still pending is worth a write: one bound or gone since is skipped.
     if (stillPending.count(target.uid) == 0) continue;
-    Status patched = patchPodAnnotations(*client_, target.ns, target.name,
-                                         {{kRequeuedAtAnnotation, now}}, target.uid,
-                                         options_.timeout);
+    Status patched =
+        patchPodAnnotations(*client_, target.ns, target.name, {{kRequeuedAtAnnotation, now}},
+                            target.uid, options_.timeout);
     if (!patched.isOk()) {
       // A pod deleted meanwhile answers 404 or 409 (another uid): nothing to retry.
       spdlog::debug("requeue: {}", patched.reason());

@@ -40,7 +40,8 @@ class DecisionGateTest : public ::testing::Test {
 };
 
 TEST_F(DecisionGateTest, FilterRefusesEveryNodeWithTheReasonWhileStarting) {
-  const json args = filterArgs(podJson("team-a", "train-1", "uid-1", 1), {"gpu-node-1", "gpu-node-2"});
+  const json args =
+      filterArgs(podJson("team-a", "train-1", "uid-1", 1), {"gpu-node-1", "gpu-node-2"});
   Response response = post("/filter", args);
   ASSERT_EQ(response.status, 200) << response.body;
   json reply = parseJson(response.body);
@@ -59,15 +60,16 @@ TEST_F(DecisionGateTest, FilterRefusesEveryNodeWithTheReasonWhileStarting) {
 }
 
 TEST_F(DecisionGateTest, PrioritizeScoresZeroAndPreemptProposesNothingWhileStarting) {
-  const json args = filterArgs(podJson("team-a", "train-1", "uid-1", 1), {"gpu-node-1", "gpu-node-2"});
+  const json args =
+      filterArgs(podJson("team-a", "train-1", "uid-1", 1), {"gpu-node-1", "gpu-node-2"});
   json scores = parseJson(post("/prioritize", args).body);
   ASSERT_EQ(scores.size(), 2u);
   for (const auto& s : scores) EXPECT_EQ(s.at("Score"), 0);
 
-  const json preempt = {{"Pod", podJson("team-a", "train-1", "uid-1", 8)},
-                        {"NodeNameToMetaVictims",
-                         {{"gpu-node-2", {{"Pods", {{{"UID", "uid-sweep"}}}},
-                                          {"NumPDBViolations", 0}}}}}};
+  const json preempt = {
+      {"Pod", podJson("team-a", "train-1", "uid-1", 8)},
+      {"NodeNameToMetaVictims",
+       {{"gpu-node-2", {{"Pods", {{{"UID", "uid-sweep"}}}}, {"NumPDBViolations", 0}}}}}};
   Response response = post("/preempt", preempt);
   ASSERT_EQ(response.status, 200) << response.body;
   const json victims = parseJson(response.body).at("NodeNameToMetaVictims");
@@ -78,9 +80,9 @@ TEST_F(DecisionGateTest, PrioritizeScoresZeroAndPreemptProposesNothingWhileStart
 // are complete. A bind then must not happen, or a queue at its limit goes over it.
 TEST_F(DecisionGateTest, BindRefusesWhileStartingAndBindsOnceOpen) {
   open = true;
-  ASSERT_EQ(post("/filter", filterArgs(podJson("team-a", "train-1", "uid-1", 1), {"gpu-node-1"}))
-                .status,
-            200);
+  ASSERT_EQ(
+      post("/filter", filterArgs(podJson("team-a", "train-1", "uid-1", 1), {"gpu-node-1"})).status,
+      200);
   open = false;
   Response refused = post("/bind", bindArgs("train-1", "uid-1", "gpu-node-1"));
   ASSERT_EQ(refused.status, 200);

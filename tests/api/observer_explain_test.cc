@@ -131,10 +131,10 @@ TEST(RejectionCategory, Table) {
 TEST(RejectionCategory, ReservationsAndGangs) {
   // n1: 8 GPUs, 6 of them reserved for a reclaimer of team-b; n2 idle (asked about n1 only).
   const policy::Reservation held[] = {{"n1", testing::gpus(6), "uid-b", "team-b", "reclaim", ""}};
-  const auto snap = testing::snapshotOf(
-      {MakeNode("n1").gpus(8), MakeNode("n2").gpus(8)}, {},
-      {MakeQueue("team-a").deserved(8), MakeQueue("team-b").deserved(8)}, {},
-      {std::begin(held), std::end(held)});
+  const auto snap =
+      testing::snapshotOf({MakeNode("n1").gpus(8), MakeNode("n2").gpus(8)}, {},
+                          {MakeQueue("team-a").deserved(8), MakeQueue("team-b").deserved(8)}, {},
+                          {std::begin(held), std::end(held)});
   const std::vector<std::string_view> nodes = {"n1"};
   const policy::Pod pod = testing::resolved(*snap, MakePod("team-a", "p").gpus(4));
   EXPECT_EQ(rejectionCategory(*snap, pod, policy::filter(*snap, pod, nodes)), "reserved");
@@ -214,7 +214,8 @@ TEST_F(ExplainTest, APendingPodThatFitsSaysWhereItWouldGoNodeByNode) {
   EXPECT_EQ(reasons.at("gpu-node-2"), "fewer than 4 GPUs free");
   EXPECT_EQ(reasons.at("gpu-node-3"), "node gpu-node-3 is unschedulable (cordoned)");
   EXPECT_EQ(reasons.at("cpu-node-1"), "node cpu-node-1 has 0 GPUs; pod needs 4 GPUs");
-  EXPECT_EQ(doc.at("summary").get<std::string>().rfind("it fits now, best on gpu-node-1 (score ", 0), 0u)
+  EXPECT_EQ(
+      doc.at("summary").get<std::string>().rfind("it fits now, best on gpu-node-1 (score ", 0), 0u)
       << doc.at("summary");
 }
 

@@ -66,7 +66,8 @@ TEST_F(ServerTest, SchedulesAPodLikeKubeScheduler) {
 
   const auto snapshot = client.request("GET", "/debug/snapshot");
   ASSERT_EQ(snapshot.status, 200);
-  // Keep the document alive: a range-for over parseJson(...).at(...) iterates a destroyed temporary.
+  // Keep the document alive: a range-for over parseJson(...).at(...) iterates a destroyed
+  // temporary.
   const json view = parseJson(snapshot.body);
   int seen = 0;
   for (const auto& node : view.at("nodes")) {
@@ -82,8 +83,7 @@ TEST_F(ServerTest, SchedulesAPodLikeKubeScheduler) {
   // The next pod sees the node full.
   const auto again =
       client.post("/filter", filterArgs(podJson("team-a", "t3", "uid-t3", 2), {"gpu-node-2"}));
-  EXPECT_EQ(parseJson(again.body).at("FailedNodes").at("gpu-node-2"),
-            "fewer than 2 GPUs free");
+  EXPECT_EQ(parseJson(again.body).at("FailedNodes").at("gpu-node-2"), "fewer than 2 GPUs free");
 }
 
 TEST_F(ServerTest, GoldenRequestsOverHttp) {

@@ -10,6 +10,7 @@
 
 #include "gpufair/api/extender_service.h"
 #include "gpufair/policy/scorer.h"
+
 #include "k8s/fake_apiserver.h"
 #include "k8s/fake_wait.h"
 #include "kube_source.h"
@@ -32,15 +33,15 @@ json gpuPod(const std::string& ns, const std::string& name, int gpus) {
           {"spec",
            {{"schedulerName", "gpufair"},
             {"containers",
-             json::array({{{"name", "main"},
-                           {"resources",
-                            {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
+             json::array(
+                 {{{"name", "main"},
+                   {"resources", {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
           {"status", {{"phase", "Pending"}}}};
 }
 
 int gpusOf(const json& pod) {
-  return std::stoi(pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"]
-                       .get<std::string>());
+  return std::stoi(
+      pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"].get<std::string>());
 }
 
 // One gpufair replica: its own mirror, source and service, as one `gpufair serve` process.
@@ -171,9 +172,7 @@ class FaultsTest : public ::testing::Test {
     EXPECT_TRUE(waitUntil([&] { return mirrored() == truth(); }, 20s));
     EXPECT_EQ(mirrored(), truth());
   }
-  void expectQuotaHeld() {
-    EXPECT_LE(truth(true)["team-a"], 12) << "team-a's limit is 12 GPUs";
-  }
+  void expectQuotaHeld() { EXPECT_LE(truth(true)["team-a"], 12) << "team-a's limit is 12 GPUs"; }
 
   std::unique_ptr<k8s::fake::FakeApiServer> fake;
   std::string kubeconfig;

@@ -75,14 +75,14 @@ policy::Pod startedAgo(policy::Pod pod, const Clock& clock, int minutes) {
 // 4 nodes x 10 GPUs; team-a and team-b deserve 20 each; team-a runs 40 (node-4: 8 + 2), team-b
 // is idle and then asks for 8 GPUs.
 struct Fixture {
-  explicit Fixture(bool deletes = true, ReclaimSettings settings = {},
-                   bool offeredIsDemand = true)
+  explicit Fixture(bool deletes = true, ReclaimSettings settings = {}, bool offeredIsDemand = true)
       : clock(std::make_shared<testing::ManualClock>()),
-        mirror(clock, [&] {
-          state::MirrorOptions options;
-          options.offeredPodsAreDemand = offeredIsDemand;
-          return options;
-        }()),
+        mirror(clock,
+               [&] {
+                 state::MirrorOptions options;
+                 options.offeredPodsAreDemand = offeredIsDemand;
+                 return options;
+               }()),
         evictor(mirror, deletes),
         controller(
             mirror, evictor, clock, settings, [this] { return leader.load(); }, &observer) {

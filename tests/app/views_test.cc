@@ -91,7 +91,8 @@ TEST(RenderExplain, VerdictsNodeByNode) {
   EXPECT_EQ(renderExplain(doc, 2),
             "pod team-a/p1 (queue team-a, 4 GPUs): pending\n"
             "queue: admits it as borrowed (beyond deserved, from idle GPUs)\n"
-            "it fits now, best on n1 (score 9 of 10; 1 of 3 nodes fit); waiting for kube-scheduler to retry it\n"
+            "it fits now, best on n1 (score 9 of 10; 1 of 3 nodes fit); waiting for kube-scheduler "
+            "to retry it\n"
             "\n"
             "NODE  FREE/GPUS  VERDICT\n"
             "n1    8/8        fits, score 9 of 10\n"

@@ -1,7 +1,5 @@
 // The fake API server refuses what kube-apiserver v1.26 refuses, rule by rule, over HTTP; and every
 // Event, Binding, Eviction, Lease and patch gpufair writes passes those rules.
-#include "k8s/fake_validation.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,13 +7,14 @@
 #include "gpufair/k8s/events.h"
 
 #include "k8s/fake_apiserver.h"
+#include "k8s/fake_validation.h"
 #include "testing/builders.h"
 
 namespace gpufair::k8s {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 class FakeValidationTest : public ::testing::Test {
  protected:
@@ -135,8 +134,7 @@ TEST_F(FakeValidationTest, EventUpdatesKeepTheRules) {
   const std::string name = json::parse(created.body)["metadata"]["name"];
   const std::string path = "/api/v1/namespaces/team-a/events/" + name;
   EXPECT_EQ(send("PATCH", path, {{"count", 2}}, "application/merge-patch+json").status, 200);
-  ApiResponse spoiled =
-      send("PATCH", path, {{"action", nullptr}}, "application/merge-patch+json");
+  ApiResponse spoiled = send("PATCH", path, {{"action", nullptr}}, "application/merge-patch+json");
   EXPECT_EQ(spoiled.status, 422);
   EXPECT_THAT(apiError(spoiled).describe(), HasSubstr("action: Required value"));
   ApiResponse renamed = send("PATCH", path, {{"metadata", {{"namespace", "team-b"}}}},
@@ -157,8 +155,8 @@ TEST_F(FakeValidationTest, LabelsAndAnnotationsFollowTheKeyAndValueSyntax) {
   EXPECT_EQ(patch({{"labels", {{"ok", 3}}}}).status, 422);
   EXPECT_EQ(patch({{"annotations", {{"big", std::string(256 * 1024, 'x')}}}}).status, 422);
   EXPECT_EQ(patch({{"uid", "another"}}).status, 422);
-  ApiResponse spec = send("PATCH", path, {{"spec", {{"nodeName", "node-9"}}}},
-                          "application/merge-patch+json");
+  ApiResponse spec =
+      send("PATCH", path, {{"spec", {{"nodeName", "node-9"}}}}, "application/merge-patch+json");
   EXPECT_EQ(spec.status, 422);
   EXPECT_THAT(apiError(spec).describe(), HasSubstr("spec: Forbidden: pod updates may not change"));
 }
@@ -197,9 +195,9 @@ TEST_F(FakeValidationTest, EvictionsMustBePolicyEvictionsOfThatPod) {
   json stale = eviction("train-1");
   stale["deleteOptions"] = {{"preconditions", {{"uid", "gone"}}}};
   EXPECT_EQ(send("POST", path, stale).status, 409);
-  EXPECT_EQ(send("POST", "/api/v1/namespaces/team-a/pods/nobody/eviction", eviction("nobody"))
-                .status,
-            404);
+  EXPECT_EQ(
+      send("POST", "/api/v1/namespaces/team-a/pods/nobody/eviction", eviction("nobody")).status,
+      404);
   EXPECT_EQ(send("POST", path, eviction("train-1")).status, 201);
 }
 
@@ -213,7 +211,8 @@ TEST_F(FakeValidationTest, LeasesNeedAPositiveDurationAndAValidName) {
   };
   ApiResponse zero = send("POST", leases, lease("gpufair", 0));
   EXPECT_EQ(zero.status, 422);
-  EXPECT_THAT(apiError(zero).message, HasSubstr("Lease.coordination.k8s.io \"gpufair\" is invalid"));
+  EXPECT_THAT(apiError(zero).message,
+              HasSubstr("Lease.coordination.k8s.io \"gpufair\" is invalid"));
   EXPECT_EQ(send("POST", leases, lease("Not_A_Name", 15)).status, 422);
   EXPECT_EQ(send("POST", leases, lease("gpufair", 15)).status, 201);
 }
@@ -225,9 +224,8 @@ TEST_F(FakeValidationTest, EveryEventGpufairWritesIsAccepted) {
   options.reportingInstance = "gpufair-7d9c-xk2p";
   EventRecorder recorder(client_, clock, options);
   const std::vector<EventReason> reasons = {
-      events::kUnschedulable, events::kBorrowed,       events::kReclaimed,
-      events::kReclaiming,    events::kReclaimBlocked, events::kReclaimWaiting,
-      events::kReclaimDryRun};
+      events::kUnschedulable,  events::kBorrowed,       events::kReclaimed,    events::kReclaiming,
+      events::kReclaimBlocked, events::kReclaimWaiting, events::kReclaimDryRun};
   for (const auto& why : reasons) {
     EXPECT_TRUE(recorder.recordPod("team-a", "train-1", uid(), EventType::kNormal, why,
                                    std::string(2000, 'x')));

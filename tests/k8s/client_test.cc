@@ -1,4 +1,6 @@
 // The real cpprestsdk client against FakeApiServer: plain HTTP and TLS, tokens, streams.
+#include "gpufair/k8s/client.h"
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -7,7 +9,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "gpufair/k8s/client.h"
 #include "k8s/fake_apiserver.h"
 #include "k8s/fake_wait.h"
 
@@ -127,21 +128,21 @@ TEST(ClientConfigTest, RejectsUnusableConfigs) {
   EXPECT_THAT(makeKubeClient({.server = "ftp://x"}).error(), HasSubstr("https://"));
   EXPECT_THAT(makeKubeClient({.server = "https://127.0.0.1:1", .caData = "garbage"}).error(),
               HasSubstr("certificate-authority: no PEM certificate"));
-  EXPECT_THAT(makeKubeClient({.server = "https://127.0.0.1:1", .caFile = "/nonexistent/ca.crt"})
-                  .error(),
-              HasSubstr("certificate-authority: cannot read /nonexistent/ca.crt"));
-  EXPECT_THAT(makeKubeClient({.server = "https://127.0.0.1:1",
-                              .clientCertData = testPki().clientCertPem})
-                  .error(),
-              HasSubstr("client-key is missing"));
+  EXPECT_THAT(
+      makeKubeClient({.server = "https://127.0.0.1:1", .caFile = "/nonexistent/ca.crt"}).error(),
+      HasSubstr("certificate-authority: cannot read /nonexistent/ca.crt"));
+  EXPECT_THAT(
+      makeKubeClient({.server = "https://127.0.0.1:1", .clientCertData = testPki().clientCertPem})
+          .error(),
+      HasSubstr("client-key is missing"));
   EXPECT_THAT(makeKubeClient({.server = "https://127.0.0.1:1",
                               .clientCertData = testPki().clientCertPem,
                               .clientKeyData = testPki().serverKeyPem})
                   .error(),
               HasSubstr("client-key does not match"));
-  EXPECT_THAT(makeKubeClient({.server = "http://127.0.0.1:1", .tokenFile = "/nonexistent/token"})
-                  .error(),
-              HasSubstr("tokenFile: cannot read /nonexistent/token"));
+  EXPECT_THAT(
+      makeKubeClient({.server = "http://127.0.0.1:1", .tokenFile = "/nonexistent/token"}).error(),
+      HasSubstr("tokenFile: cannot read /nonexistent/token"));
 }
 
 TEST(ClientAuthTest, BearerTokenIsRequired) {
@@ -237,7 +238,8 @@ TEST_F(TlsClientTest, KubeconfigEndToEnd) {
   auto kubeconfig = dir_.write("config", R"(apiVersion: v1
 kind: Config
 current-context: fake
-clusters: [{name: fake, cluster: {server: ")" + server_->url() +
+clusters: [{name: fake, cluster: {server: ")" +
+                                             server_->url() +
                                              R"(", certificate-authority: ca.crt}}]
 users: [{name: me, user: {token: kc-token}}]
 contexts: [{name: fake, context: {cluster: fake, user: me, namespace: ml}}]
@@ -312,7 +314,8 @@ TEST_F(StreamTest, CancelStopsPromptly) {
     cancel_ = true;
   });
   auto started = std::chrono::steady_clock::now();
-  auto response = client_->stream(request, [](std::string_view) { return true; }, cancel_);
+  auto response = client_->stream(
+      request, [](std::string_view) { return true; }, cancel_);
   canceller.join();
   auto elapsed = std::chrono::steady_clock::now() - started;
   EXPECT_LT(elapsed, std::chrono::seconds(2));
@@ -323,10 +326,13 @@ TEST_F(StreamTest, CancelStopsPromptly) {
 TEST_F(StreamTest, NonSuccessHasBodyAndNoLines) {
   server_.addFault({.method = "GET", .pathPrefix = "/api/v1/pods", .status = 403});
   int lines = 0;
-  auto response = client_->stream(get("/api/v1/pods?watch=1"), [&](std::string_view) {
-    ++lines;
-    return true;
-  }, cancel_);
+  auto response = client_->stream(
+      get("/api/v1/pods?watch=1"),
+      [&](std::string_view) {
+        ++lines;
+        return true;
+      },
+      cancel_);
   EXPECT_EQ(response.status, 403);
   EXPECT_THAT(response.body, HasSubstr("injected failure"));
   EXPECT_EQ(lines, 0);
@@ -334,8 +340,9 @@ TEST_F(StreamTest, NonSuccessHasBodyAndNoLines) {
 
 TEST_F(StreamTest, CleanEndAtTimeoutSeconds) {
   auto rv = std::to_string(server_.resourceVersion());
-  auto response = client_->stream(get("/api/v1/pods?watch=1&timeoutSeconds=1&resourceVersion=" + rv),
-                                  [](std::string_view) { return true; }, cancel_);
+  auto response = client_->stream(
+      get("/api/v1/pods?watch=1&timeoutSeconds=1&resourceVersion=" + rv),
+      [](std::string_view) { return true; }, cancel_);
   EXPECT_TRUE(response.ok()) << response.describe();
   EXPECT_THAT(response.transportError, IsEmpty());
 }
@@ -345,8 +352,8 @@ TEST_F(StreamTest, DroppedStreamIsATransportError) {
     fake::waitUntil([&] { return server_.activeWatches() == 1; });
     server_.dropWatches();
   });
-  auto response = client_->stream(get("/api/v1/pods?watch=1"),
-                                  [](std::string_view) { return true; }, cancel_);
+  auto response = client_->stream(
+      get("/api/v1/pods?watch=1"), [](std::string_view) { return true; }, cancel_);
   dropper.join();
   EXPECT_EQ(response.status, 200);
   EXPECT_THAT(response.transportError, HasSubstr("stream broken"));
@@ -359,10 +366,13 @@ TEST(StreamTlsTest, StreamsOverTls) {
   auto client = clientFor({.server = server.url(), .caData = testPki().caPem});
   std::atomic<bool> cancel{false};
   std::string first;
-  auto response = client->stream(get("/api/v1/nodes?watch=true"), [&](std::string_view line) {
-    first = line;
-    return false;
-  }, cancel);
+  auto response = client->stream(
+      get("/api/v1/nodes?watch=true"),
+      [&](std::string_view line) {
+        first = line;
+        return false;
+      },
+      cancel);
   EXPECT_TRUE(response.ok()) << response.describe();
   EXPECT_THAT(first, HasSubstr(R"("name":"gpu-1")"));
 }

@@ -66,7 +66,8 @@ class EventRecorderTest : public ::testing::Test {
 TEST_F(EventRecorderTest, WritesAnEventInTheBackground) {
   auto recorder = make();
   EXPECT_TRUE(recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning,
-                                  {"FailedScheduling", "Testing"}, "queue team-a at 30/30 GPUs (limit)"));
+                                  {"FailedScheduling", "Testing"},
+                                  "queue team-a at 30/30 GPUs (limit)"));
   ASSERT_TRUE(recorder->waitIdle(kWait));
   auto sent = requests();
   ASSERT_EQ(sent.size(), 1u);
@@ -86,8 +87,8 @@ TEST_F(EventRecorderTest, WritesAnEventInTheBackground) {
 TEST_F(EventRecorderTest, TheSameObjectAndReasonIsWrittenOncePerIntervalThenAggregated) {
   auto recorder = make();  // dedupInterval 5 min
   for (int i = 0; i < 10; ++i) {
-    recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning, {"FailedScheduling", "Testing"},
-                        "no fit");
+    recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning,
+                        {"FailedScheduling", "Testing"}, "no fit");
     clock_->advance(10s);
   }
   ASSERT_TRUE(recorder->waitIdle(kWait));
@@ -95,15 +96,17 @@ TEST_F(EventRecorderTest, TheSameObjectAndReasonIsWrittenOncePerIntervalThenAggr
   EXPECT_EQ(recorder->stats().droppedDuplicate, 9u);
 
   // Another reason, or another pod, is another event.
-  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kNormal, {"Bound", "Testing"}, "on node-1");
-  recorder->recordPod("team-a", "train-2", "uid-2", EventType::kWarning, {"FailedScheduling", "Testing"}, "x");
+  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kNormal, {"Bound", "Testing"},
+                      "on node-1");
+  recorder->recordPod("team-a", "train-2", "uid-2", EventType::kWarning,
+                      {"FailedScheduling", "Testing"}, "x");
   ASSERT_TRUE(recorder->waitIdle(kWait));
   EXPECT_EQ(requests().size(), 3u);
 
   // After the interval, the first Event's count is updated: 1 + 9 suppressed + this one.
   clock_->advance(5min);
-  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning, {"FailedScheduling", "Testing"},
-                      "still no fit");
+  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning,
+                      {"FailedScheduling", "Testing"}, "still no fit");
   ASSERT_TRUE(recorder->waitIdle(kWait));
   auto sent = requests();
   ASSERT_EQ(sent.size(), 4u);
@@ -118,11 +121,13 @@ TEST_F(EventRecorderTest, TheSameObjectAndReasonIsWrittenOncePerIntervalThenAggr
 
 TEST_F(EventRecorderTest, AnExpiredEventIsCreatedAgain) {
   auto recorder = make();
-  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning, {"FailedScheduling", "Testing"}, "a");
+  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning,
+                      {"FailedScheduling", "Testing"}, "a");
   ASSERT_TRUE(recorder->waitIdle(kWait));
   clock_->advance(6min);
   answerNext(statusReply(404, "NotFound", "events \"ev-1\" not found"));
-  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning, {"FailedScheduling", "Testing"}, "b");
+  recorder->recordPod("team-a", "train-1", "uid-1", EventType::kWarning,
+                      {"FailedScheduling", "Testing"}, "b");
   ASSERT_TRUE(recorder->waitIdle(kWait));
   auto sent = requests();
   ASSERT_EQ(sent.size(), 3u);
@@ -140,14 +145,16 @@ TEST_F(EventRecorderTest, AGlobalTokenBucketCapsTheRate) {
   int queued = 0;
   for (int i = 0; i < 5; ++i) {
     std::string name = "pod-" + std::to_string(i);
-    queued += recorder->recordPod("team-a", name, "uid-" + name, EventType::kWarning, {"R", "Testing"}, "m");
+    queued += recorder->recordPod("team-a", name, "uid-" + name, EventType::kWarning,
+                                  {"R", "Testing"}, "m");
   }
   EXPECT_EQ(queued, 3);
   EXPECT_EQ(recorder->stats().droppedRateLimited, 2u);
   clock_->advance(2s);  // two tokens back
   for (int i = 5; i < 8; ++i) {
     std::string name = "pod-" + std::to_string(i);
-    queued += recorder->recordPod("team-a", name, "uid-" + name, EventType::kWarning, {"R", "Testing"}, "m");
+    queued += recorder->recordPod("team-a", name, "uid-" + name, EventType::kWarning,
+                                  {"R", "Testing"}, "m");
   }
   EXPECT_EQ(queued, 5);
   ASSERT_TRUE(recorder->waitIdle(kWait));
@@ -201,7 +208,8 @@ TEST_F(EventRecorderTest, FailuresAreCountedAndTheObjectVersionSeparatesEvents) 
   ASSERT_TRUE(recorder->waitIdle(kWait));
   EXPECT_EQ(recorder->stats().failed, 1u);
   cm.resourceVersion = "8";  // a new version of the ConfigMap is news at once
-  EXPECT_TRUE(recorder->record(cm, EventType::kWarning, {"InvalidQuotaConfig", "Testing"}, "still bad"));
+  EXPECT_TRUE(
+      recorder->record(cm, EventType::kWarning, {"InvalidQuotaConfig", "Testing"}, "still bad"));
   ASSERT_TRUE(recorder->waitIdle(kWait));
   auto sent = requests();
   ASSERT_EQ(sent.size(), 2u);

@@ -12,16 +12,26 @@ using nlohmann::json;
 
 std::string reasonFor(int status) {
   switch (status) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 409: return "Conflict";
-    case 410: return "Expired";
-    case 429: return "TooManyRequests";
-    case 503: return "ServiceUnavailable";
-    case 504: return "Timeout";
-    default: return "InternalError";
+    case 400:
+      return "BadRequest";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "NotFound";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Expired";
+    case 429:
+      return "TooManyRequests";
+    case 503:
+      return "ServiceUnavailable";
+    case 504:
+      return "Timeout";
+    default:
+      return "InternalError";
   }
 }
 
@@ -32,16 +42,20 @@ bool isWatch(const HttpRequest& request) {
 
 // Auth, injected faults and the request log, then the REST or WATCH handler.
 bool handleRequest(FakeApiServer::State& state, const HttpRequest& request, ResponseWriter& out) {
-  LoggedRequest entry{request.method, request.target,      request.path, request.body,
-                      request.contentType, request.token, 0};
+  LoggedRequest entry{request.method,
+                      request.target,
+                      request.path,
+                      request.body,
+                      request.contentType,
+                      request.token,
+                      0};
   std::optional<HttpResponse> early;
   bool closeWithoutAnswer = false;
   {
     std::lock_guard lock(state.mu);
     bool authorized = state.tokens.empty() || request.clientCertVerified ||
-                      (!request.token.empty() &&
-                       std::find(state.tokens.begin(), state.tokens.end(), request.token) !=
-                           state.tokens.end());
+                      (!request.token.empty() && std::find(state.tokens.begin(), state.tokens.end(),
+                                                           request.token) != state.tokens.end());
     if (!authorized) {
       early = statusResponse(401, "Unauthorized", "Unauthorized");
     } else {
@@ -94,7 +108,9 @@ json valueOrThrow(const StoreResult& result, const std::string& what) {
 FakeApiServer::FakeApiServer(FakeApiServerOptions options)
     : state_(std::make_shared<State>(std::move(options))) {}
 
-FakeApiServer::~FakeApiServer() { stop(); }
+FakeApiServer::~FakeApiServer() {
+  stop();
+}
 
 void FakeApiServer::start() {
   std::lock_guard lock(lifecycle_);
@@ -122,11 +138,13 @@ bool FakeApiServer::running() const {
   return server_ != nullptr;
 }
 
-std::uint16_t FakeApiServer::port() const { return state_->port; }
+std::uint16_t FakeApiServer::port() const {
+  return state_->port;
+}
 
 std::string FakeApiServer::url() const {
-  return std::string(state_->options.tls ? "https" : "http") + "://127.0.0.1:" +
-         std::to_string(state_->port);
+  return std::string(state_->options.tls ? "https" : "http") +
+         "://127.0.0.1:" + std::to_string(state_->port);
 }
 
 void FakeApiServer::setTokens(std::vector<std::string> tokens) {
@@ -144,8 +162,7 @@ json FakeApiServer::update(const std::string& itemPath, json object) {
                       "update " + itemPath);
 }
 
-json FakeApiServer::mutate(const std::string& itemPath,
-                           const std::function<void(json&)>& change) {
+json FakeApiServer::mutate(const std::string& itemPath, const std::function<void(json&)>& change) {
   return valueOrThrow(state_->store.mutate(pathOrThrow(itemPath),
                                            [&](json& object) {
                                              change(object);
@@ -172,11 +189,17 @@ std::vector<json> FakeApiServer::list(const std::string& collectionPath) const {
   return out;
 }
 
-std::uint64_t FakeApiServer::resourceVersion() const { return state_->store.resourceVersion(); }
+std::uint64_t FakeApiServer::resourceVersion() const {
+  return state_->store.resourceVersion();
+}
 
-void FakeApiServer::compact() { state_->store.compact(); }
+void FakeApiServer::compact() {
+  state_->store.compact();
+}
 
-void FakeApiServer::setHistoryLimit(std::size_t events) { state_->store.setHistoryLimit(events); }
+void FakeApiServer::setHistoryLimit(std::size_t events) {
+  state_->store.setHistoryLimit(events);
+}
 
 void FakeApiServer::dropWatches() {
   ++state_->dropGeneration;
@@ -193,7 +216,9 @@ void FakeApiServer::sendBookmarks() {
   state_->store.notifyAll();
 }
 
-std::size_t FakeApiServer::activeWatches() const { return state_->activeWatches; }
+std::size_t FakeApiServer::activeWatches() const {
+  return state_->activeWatches;
+}
 
 void FakeApiServer::addFault(Fault fault) {
   std::lock_guard lock(state_->mu);
@@ -239,16 +264,16 @@ void FakeApiServer::clearRequests() {
 
 json makePod(const std::string& ns, const std::string& name, const std::string& nodeName,
              const std::map<std::string, std::string>& labels) {
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", ns}}},
-              {"spec",
-               {{"schedulerName", "gpufair"},
-                {"containers",
-                 json::array({{{"name", "main"},
-                               {"image", "busybox"},
-                               {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}},
-              {"status", {{"phase", nodeName.empty() ? "Pending" : "Running"}}}};
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", ns}}},
+      {"spec",
+       {{"schedulerName", "gpufair"},
+        {"containers", json::array({{{"name", "main"},
+                                     {"image", "busybox"},
+                                     {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}},
+      {"status", {{"phase", nodeName.empty() ? "Pending" : "Running"}}}};
   if (!nodeName.empty()) pod["spec"]["nodeName"] = nodeName;
   if (!labels.empty()) pod["metadata"]["labels"] = labels;
   return pod;

@@ -13,7 +13,8 @@
 //    when the resourceVersion is older than the retained history, timeoutSeconds honoured;
 //  - POST pods/NAME/binding (201; 409 when already bound), POST pods/NAME/eviction (deletes the
 //    pod; 429 when protected by protectFromEviction());
-//  - auth: Bearer tokens from `tokens` (401 otherwise; no check while the list is empty); with TLS a
+//  - auth: Bearer tokens from `tokens` (401 otherwise; no check while the list is empty); with TLS
+//  a
 //    verified client certificate also authenticates, and requireClientCert rejects the handshake
 //    without one.
 // Thread-safety: every member may be called from any thread while the server runs.
@@ -47,8 +48,8 @@ const TestPki& testPki();
 
 struct FakeApiServerOptions {
   bool tls = false;
-  bool requireClientCert = false;  // TLS only
-  std::vector<std::string> tokens;  // valid Bearer tokens; empty: no authentication needed
+  bool requireClientCert = false;      // TLS only
+  std::vector<std::string> tokens;     // valid Bearer tokens; empty: no authentication needed
   std::size_t historyLimit = 100'000;  // watch events retained; older resourceVersions expire
   std::chrono::milliseconds bookmarkInterval{0};  // 0: bookmarks only on sendBookmarks()
   bool goneAsHttpStatus = false;  // watch from an expired RV: HTTP 410 instead of an ERROR event

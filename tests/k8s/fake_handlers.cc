@@ -51,8 +51,8 @@ HttpResponse list(FakeApiServer::State& state, const ResourcePath& where,
                   const HttpRequest& request) {
   Selector selector;
   try {
-    selector = Selector::parse(request.queryValue("labelSelector"),
-                               request.queryValue("fieldSelector"));
+    selector =
+        Selector::parse(request.queryValue("labelSelector"), request.queryValue("fieldSelector"));
   } catch (const std::exception& e) {
     return statusResponse(400, "BadRequest", e.what());
   }
@@ -138,9 +138,9 @@ HttpResponse bind(FakeApiServer::State& state, const ResourcePath& where,
     auto current = object.value("/spec/nodeName"_json_pointer, std::string());
     if (!current.empty()) {
       return StoreResult::failure(409, "Conflict",
-                                  "Operation cannot be fulfilled on pods/binding \"" +
-                                      where.name + "\": pod " + where.name +
-                                      " is already assigned to node \"" + current + "\"");
+                                  "Operation cannot be fulfilled on pods/binding \"" + where.name +
+                                      "\": pod " + where.name + " is already assigned to node \"" +
+                                      current + "\"");
     }
     object["spec"]["nodeName"] = node;
     return StoreResult{201, "", "", nullptr};

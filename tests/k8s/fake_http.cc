@@ -1,10 +1,8 @@
 // The HTTP layer of FakeApiServer: a listener thread and one synchronous Beast session thread per
 // connection, plain or TLS. stop() shuts the sockets down (which wakes blocked reads) and joins.
-#include <sys/socket.h>
-
 #include <list>
-#include <utility>  // before Boost.Asio, which uses std::exchange without including it
 #include <thread>
+#include <utility>  // before Boost.Asio, which uses std::exchange without including it
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -12,6 +10,7 @@
 #include <boost/beast/http.hpp>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sys/socket.h>
 
 #include "k8s/fake_server_state.h"
 
@@ -37,8 +36,8 @@ std::string urlDecode(std::string_view in) {
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (in[i] == '+') {
       out += ' ';
-    } else if (in[i] == '%' && i + 2 < in.size() &&
-               hexValue(in[i + 1]) >= 0 && hexValue(in[i + 2]) >= 0) {
+    } else if (in[i] == '%' && i + 2 < in.size() && hexValue(in[i + 1]) >= 0 &&
+               hexValue(in[i + 2]) >= 0) {
       out += static_cast<char>(hexValue(in[i + 1]) * 16 + hexValue(in[i + 2]));
       i += 2;
     } else {
@@ -119,9 +118,8 @@ ssl::context makeServerContext(bool requireClientCert) {
   ctx.use_private_key(net::buffer(pki.serverKeyPem), ssl::context::pem);
   ctx.add_certificate_authority(net::buffer(pki.caPem));
   // Ask for a client certificate; without requireClientCert a client may present none.
-  ctx.set_verify_mode(requireClientCert
-                          ? ssl::verify_peer | ssl::verify_fail_if_no_peer_cert
-                          : ssl::verify_peer);
+  ctx.set_verify_mode(requireClientCert ? ssl::verify_peer | ssl::verify_fail_if_no_peer_cert
+                                        : ssl::verify_peer);
   ctx.set_verify_callback([](bool preverified, ssl::verify_context&) { return preverified; });
   return ctx;
 }

@@ -111,7 +111,8 @@ TestPki generate() {
   auto client = makeCert(clientKey.get(), "test-user", ca.get(), caKey.get(), 3, false, nullptr,
                          "clientAuth");
   auto otherKey = newKey();
-  auto other = makeCert(otherKey.get(), "unrelated-ca", nullptr, nullptr, 4, true, nullptr, nullptr);
+  auto other =
+      makeCert(otherKey.get(), "unrelated-ca", nullptr, nullptr, 4, true, nullptr, nullptr);
   pki.caPem = certPem(ca.get());
   pki.serverCertPem = certPem(server.get());
   pki.serverKeyPem = keyPem(serverKey.get());

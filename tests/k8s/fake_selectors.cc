@@ -86,10 +86,10 @@ bool Selector::matches(const nlohmann::json& object) const {
                            : kNoLabels;
   for (const auto& r : requirements_) {
     bool has = r.field || labels.contains(r.key);
-    std::string value = r.field ? fieldValue(object, r.key)
-                                : (has && labels[r.key].is_string()
-                                       ? labels[r.key].get<std::string>()
-                                       : std::string());
+    std::string value =
+        r.field
+            ? fieldValue(object, r.key)
+            : (has && labels[r.key].is_string() ? labels[r.key].get<std::string>() : std::string());
     bool ok = false;
     if (r.op == "=") ok = has && value == r.value;
     if (r.op == "!=") ok = !has || value != r.value;

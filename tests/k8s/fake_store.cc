@@ -33,7 +33,9 @@ std::string apiVersionOf(const std::string& collection) {
   return "v1";
 }
 
-std::string keyOf(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+std::string keyOf(const std::string& ns, const std::string& name) {
+  return ns + "/" + name;
+}
 
 }  // namespace
 
@@ -69,10 +71,15 @@ std::optional<ResourcePath> parseResourcePath(const std::string& pathWithQuery) 
 
 std::string kindOf(const std::string& resource) {
   static const std::map<std::string, std::string> kKinds = {
-      {"pods", "Pod"},           {"nodes", "Node"},       {"configmaps", "ConfigMap"},
-      {"leases", "Lease"},       {"events", "Event"},     {"namespaces", "Namespace"},
-      {"secrets", "Secret"},     {"services", "Service"}, {"poddisruptionbudgets",
-                                                           "PodDisruptionBudget"}};
+      {"pods", "Pod"},
+      {"nodes", "Node"},
+      {"configmaps", "ConfigMap"},
+      {"leases", "Lease"},
+      {"events", "Event"},
+      {"namespaces", "Namespace"},
+      {"secrets", "Secret"},
+      {"services", "Service"},
+      {"poddisruptionbudgets", "PodDisruptionBudget"}};
   auto it = kKinds.find(resource);
   if (it != kKinds.end()) return it->second;
   std::string kind = resource;
@@ -142,8 +149,7 @@ StoreResult FakeStore::update(const ResourcePath& where, nlohmann::json object) 
   }
   const auto& current = it->second->value["metadata"];
   auto& meta = object["metadata"];
-  if (meta.contains("resourceVersion") &&
-      meta["resourceVersion"] != current["resourceVersion"]) {
+  if (meta.contains("resourceVersion") && meta["resourceVersion"] != current["resourceVersion"]) {
     return StoreResult::failure(
         409, "Conflict",
         "Operation cannot be fulfilled on " + where.resource + " \"" + where.name +

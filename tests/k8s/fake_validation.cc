@@ -13,9 +13,13 @@ constexpr std::size_t kEventShortLimit = 128;  // reportingInstance, action, rea
 constexpr std::size_t kEventNoteLimit = 1024;  // message
 constexpr std::size_t kAnnotationsLimit = 256 * 1024;
 
-std::string quoted(const std::string& value) { return "\"" + value + "\""; }
+std::string quoted(const std::string& value) {
+  return "\"" + value + "\"";
+}
 
-FieldError required(std::string field) { return {std::move(field), "Required value", ""}; }
+FieldError required(std::string field) {
+  return {std::move(field), "Required value", ""};
+}
 FieldError invalid(std::string field, const std::string& value, std::string why) {
   return {std::move(field), "Invalid value", quoted(value) + ": " + std::move(why)};
 }
@@ -96,7 +100,8 @@ void validateMetadata(const json& meta, const std::string& kind, Errors& errors)
     std::size_t total = 0;
     for (const auto& [key, value] : annotations.items()) {
       if (!isQualifiedName(key)) {
-        errors.push_back(invalid("metadata.annotations", key, "name part must be a qualified name"));
+        errors.push_back(
+            invalid("metadata.annotations", key, "name part must be a qualified name"));
       }
       if (!value.is_string()) {
         errors.push_back(invalid("metadata.annotations", key, "value must be a string"));
@@ -118,8 +123,9 @@ void validateEvent(const json& event, const std::string& ns, Errors& errors) {
                             !text(event, "/eventTime"_json_pointer).empty();
   if (!hasEventTime) {
     const bool ok = involvedNs.empty() ? (ns.empty() || ns == "default") : ns == involvedNs;
-    if (!ok) errors.push_back(invalid("involvedObject.namespace", involvedNs,
-                                      "does not match event.namespace"));
+    if (!ok)
+      errors.push_back(
+          invalid("involvedObject.namespace", involvedNs, "does not match event.namespace"));
   } else {
     if (involvedNs.empty() && ns != "default" && ns != "kube-system") {
       errors.push_back(
@@ -137,8 +143,8 @@ void validateEvent(const json& event, const std::string& ns, Errors& errors) {
       const std::string value = text(event, json::json_pointer(std::string("/") + field));
       if (mandatory && value.empty()) errors.push_back(required(field));
       if (value.size() > limit) {
-        errors.push_back(
-            {field, "Invalid value", "\"\": can have at most " + std::to_string(limit) + " characters"});
+        errors.push_back({field, "Invalid value",
+                          "\"\": can have at most " + std::to_string(limit) + " characters"});
       }
     };
     limited("reportingInstance", true, kEventShortLimit);
@@ -155,7 +161,8 @@ void validateLease(const json& lease, Errors& errors) {
   const json& spec = member(lease, "spec");
   const json& duration = member(spec, "leaseDurationSeconds");
   if (!duration.is_null() && (!duration.is_number_integer() || duration.get<long long>() <= 0)) {
-    errors.push_back(invalid("spec.leaseDurationSeconds", duration.dump(), "must be greater than 0"));
+    errors.push_back(
+        invalid("spec.leaseDurationSeconds", duration.dump(), "must be greater than 0"));
   }
   const json& transitions = member(spec, "leaseTransitions");
   if (!transitions.is_null() &&
@@ -169,7 +176,8 @@ void validateLease(const json& lease, Errors& errors) {
 void validatePodSpecUpdate(const json& before, const json& after, Errors& errors) {
   json a = member(before, "spec");
   json b = member(after, "spec");
-  for (const char* key : {"activeDeadlineSeconds", "terminationGracePeriodSeconds", "tolerations"}) {
+  for (const char* key :
+       {"activeDeadlineSeconds", "terminationGracePeriodSeconds", "tolerations"}) {
     if (a.is_object()) a.erase(key);
     if (b.is_object()) b.erase(key);
   }
@@ -182,12 +190,13 @@ void validatePodSpecUpdate(const json& before, const json& after, Errors& errors
     }
   }
   if (a != b) {
-    errors.push_back(forbidden(
-        "spec", "pod updates may not change fields other than `spec.containers[*].image`, "
-                "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, "
-                "`spec.tolerations` (only additions to existing tolerations) or "
-                "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was "
-                "previously negative)"));
+    errors.push_back(
+        forbidden("spec",
+                  "pod updates may not change fields other than `spec.containers[*].image`, "
+                  "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, "
+                  "`spec.tolerations` (only additions to existing tolerations) or "
+                  "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was "
+                  "previously negative)"));
   }
 }
 
@@ -205,10 +214,9 @@ std::optional<Rejection> uidConflict(const std::string& wanted, const json& pod)
   Rejection out;
   out.code = 409;
   out.reason = "Conflict";
-  out.message = "Operation cannot be fulfilled on Pod \"" +
-                text(pod, "/metadata/name"_json_pointer) +
-                "\": Precondition failed: UID in precondition: " + wanted +
-                ", UID in object meta: " + actual;
+  out.message =
+      "Operation cannot be fulfilled on Pod \"" + text(pod, "/metadata/name"_json_pointer) +
+      "\": Precondition failed: UID in precondition: " + wanted + ", UID in object meta: " + actual;
   return out;
 }
 
@@ -219,7 +227,7 @@ std::string FieldError::str() const {
 }
 
 std::string Rejection::body() const {
-  json status = {{"kind", "Status"},   {"apiVersion", "v1"}, {"metadata", json::object()},
+  json status = {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", json::object()},
                  {"status", "Failure"}, {"message", message}, {"reason", reason},
                  {"code", code}};
   if (!causes.empty()) {
@@ -235,7 +243,8 @@ std::string Rejection::body() const {
 }
 
 bool isDns1123Subdomain(const std::string& value) {
-  static const std::regex kPattern(R"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)");
+  static const std::regex kPattern(
+      R"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)");
   return !value.empty() && value.size() <= 253 && std::regex_match(value, kPattern);
 }
 
@@ -297,13 +306,15 @@ std::optional<Rejection> validateBinding(const ResourcePath& where, const json& 
   if (name != where.name) return badRequest("name in URL does not match name in Binding object");
   const std::string ns = text(binding, "/metadata/namespace"_json_pointer);
   if (!ns.empty() && ns != where.ns) {
-    return badRequest("the namespace of the provided object does not match the namespace sent on "
-                      "the request");
+    return badRequest(
+        "the namespace of the provided object does not match the namespace sent on "
+        "the request");
   }
   Errors errors;
   const std::string kind = text(binding, "/target/kind"_json_pointer);
   if (!kind.empty() && kind != "Node") {
-    errors.push_back({"target.kind", "Unsupported value", quoted(kind) + ": supported values: \"Node\""});
+    errors.push_back(
+        {"target.kind", "Unsupported value", quoted(kind) + ": supported values: \"Node\""});
   }
   if (text(binding, "/target/name"_json_pointer).empty()) errors.push_back(required("target.name"));
   validateMetadata(member(binding, "metadata"), "Binding", errors);

@@ -1,7 +1,7 @@
-// Validation of what clients write, as kube-apiserver v1.26 does it, for the objects gpufair writes:
-// Events (core/v1, including the rules for Events with eventTime), Bindings, Evictions, Leases,
-// and metadata (names, labels, annotations) plus immutable fields on every create, update and
-// patch. A fake that accepts what the real server rejects hides bugs (an Event without `action`
+// Validation of what clients write, as kube-apiserver v1.26 does it, for the objects gpufair
+// writes: Events (core/v1, including the rules for Events with eventTime), Bindings, Evictions,
+// Leases, and metadata (names, labels, annotations) plus immutable fields on every create, update
+// and patch. A fake that accepts what the real server rejects hides bugs (an Event without `action`
 // passed every test and failed in every real cluster), so each rule here mirrors the upstream
 // validation (pkg/apis/core/validation, apimachinery's ObjectMeta and label validation) and is
 // answered as the real server answers: 422 Invalid with the field errors in the message and in

@@ -27,8 +27,8 @@ std::string eventLine(std::string_view type, std::string_view objectText) {
 }
 
 std::string goneMessage(std::uint64_t requested, std::uint64_t oldest) {
-  return "too old resource version: " + std::to_string(requested) + " (" +
-         std::to_string(oldest) + ")";
+  return "too old resource version: " + std::to_string(requested) + " (" + std::to_string(oldest) +
+         ")";
 }
 
 // The type a client sees for a store event, given the selector: objects entering the selection
@@ -59,8 +59,8 @@ bool serveWatch(FakeApiServer::State& state, const HttpRequest& request, Respons
   }
   Selector selector;
   try {
-    selector = Selector::parse(request.queryValue("labelSelector"),
-                               request.queryValue("fieldSelector"));
+    selector =
+        Selector::parse(request.queryValue("labelSelector"), request.queryValue("fieldSelector"));
   } catch (const std::exception& e) {
     return out.respond(statusResponse(400, "BadRequest", e.what()));
   }
@@ -84,8 +84,8 @@ bool serveWatch(FakeApiServer::State& state, const HttpRequest& request, Respons
   }
   if (state.store.eventsAfter(cursor, where->collection, where->ns) == std::nullopt &&
       state.options.goneAsHttpStatus) {
-    return out.respond(statusResponse(
-        410, "Expired", goneMessage(cursor, state.store.compactedResourceVersion())));
+    return out.respond(statusResponse(410, "Expired",
+                                      goneMessage(cursor, state.store.compactedResourceVersion())));
   }
 
   WatchCount counted(state.activeWatches);
@@ -120,10 +120,9 @@ bool serveWatch(FakeApiServer::State& state, const HttpRequest& request, Respons
     auto now = Clock::now();
     bool bookmarkNow = state.bookmarkGeneration != bookmarkGeneration || now >= nextBookmark;
     if (bookmarks && bookmarkNow) {
-      nlohmann::json object = {
-          {"kind", kind},
-          {"apiVersion", apiVersion},
-          {"metadata", {{"resourceVersion", std::to_string(cursor)}}}};
+      nlohmann::json object = {{"kind", kind},
+                               {"apiVersion", apiVersion},
+                               {"metadata", {{"resourceVersion", std::to_string(cursor)}}}};
       if (!out.chunk(eventLine("BOOKMARK", object.dump()))) return false;
     }
     if (bookmarkNow) {

@@ -42,14 +42,14 @@ class LeaderFollowTest : public ::testing::Test {
   }
   // What kube-scheduler writes when it takes or renews its Lease.
   void schedulerHolds(const std::string& holder) {
-    json lease = {{"apiVersion", "coordination.k8s.io/v1"},
-                  {"kind", "Lease"},
-                  {"metadata", {{"name", "gpufair-scheduler"}, {"namespace", "gpufair-system"}}},
-                  {"spec",
-                   {{"holderIdentity", holder},
-                    {"leaseDurationSeconds", 15},
-                    {"renewTime", "2027-01-15T08:00:0" + std::to_string(++renewals_ % 10) +
-                                      ".000000Z"}}}};
+    json lease = {
+        {"apiVersion", "coordination.k8s.io/v1"},
+        {"kind", "Lease"},
+        {"metadata", {{"name", "gpufair-scheduler"}, {"namespace", "gpufair-system"}}},
+        {"spec",
+         {{"holderIdentity", holder},
+          {"leaseDurationSeconds", 15},
+          {"renewTime", "2027-01-15T08:00:0" + std::to_string(++renewals_ % 10) + ".000000Z"}}}};
     if (fake_.get(kSchedulerLease)) {
       fake_.update(kSchedulerLease, lease);
     } else {

@@ -3,7 +3,6 @@
 #include "reflector_decode.h"
 
 #include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
 
 namespace gpufair::k8s {

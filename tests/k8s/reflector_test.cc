@@ -1,4 +1,6 @@
 // Reflector against FakeApiServer through the real client: list, watch, resume, relist on 410.
+#include "gpufair/k8s/reflector.h"
+
 #include <map>
 #include <mutex>
 #include <thread>
@@ -7,7 +9,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "gpufair/k8s/reflector.h"
 #include "k8s/fake_apiserver.h"
 #include "k8s/fake_wait.h"
 
@@ -104,8 +105,8 @@ class ReflectorTest : public ::testing::Test {
     if (options.listPath.empty()) options.listPath = "/api/v1/pods";
     options.backoffInitial = Millis(20);
     options.backoffMax = Millis(200);
-    reflector_ = std::make_unique<Reflector>(client_, options, sink_,
-                                             std::make_shared<SystemClock>());
+    reflector_ =
+        std::make_unique<Reflector>(client_, options, sink_, std::make_shared<SystemClock>());
     thread_ = std::thread([this] { reflector_->run(); });
     ASSERT_TRUE(waitUntil([&] { return reflector_->synced(); })) << "never synced";
   }
@@ -181,8 +182,8 @@ TEST_F(ReflectorTest, LiveEvents) {
                   [](nlohmann::json& pod) { pod["spec"]["nodeName"] = "gpu-1"; });
   server_->remove("/api/v1/namespaces/ml/pods/pod-1");
   ASSERT_TRUE(converged());
-  EXPECT_THAT(sink_.events(), ::testing::ElementsAre("ADDED ml/new", "MODIFIED ml/pod-0",
-                                                     "DELETED ml/pod-1"));
+  EXPECT_THAT(sink_.events(),
+              ::testing::ElementsAre("ADDED ml/new", "MODIFIED ml/pod-0", "DELETED ml/pod-1"));
   EXPECT_EQ(reflector_->stats().events, 3u);
   EXPECT_EQ(reflector_->stats().resourceVersion, std::to_string(server_->resourceVersion()));
 }
@@ -209,7 +210,8 @@ TEST_F(ReflectorTest, RelistsAfterCompactionAndSeesDeletions) {
   addPods(20);
   startReflector({.pageSize = 7});
   server_->stop();  // the stream breaks; the reflector backs off and retries
-  for (int i = 0; i < 10; ++i) server_->remove("/api/v1/namespaces/ml/pods/pod-" + std::to_string(i));
+  for (int i = 0; i < 10; ++i)
+    server_->remove("/api/v1/namespaces/ml/pods/pod-" + std::to_string(i));
   server_->create("/api/v1/namespaces/ml/pods", makePod("ml", "while-away"));
   server_->compact();  // the events above are gone: resuming must answer 410
   server_->start();
@@ -271,7 +273,8 @@ TEST_F(ReflectorTest, BookmarksAdvanceTheResourceVersion) {
   addPods(2);
   startReflector();
   ASSERT_TRUE(waitUntil([&] { return server_->activeWatches() == 1; }));
-  for (int i = 0; i < 5; ++i) server_->create("/api/v1/nodes", fake::makeNode("n" + std::to_string(i)));
+  for (int i = 0; i < 5; ++i)
+    server_->create("/api/v1/nodes", fake::makeNode("n" + std::to_string(i)));
   server_->sendBookmarks();
   auto latest = std::to_string(server_->resourceVersion());
   ASSERT_TRUE(waitUntil([&] { return reflector_->stats().resourceVersion == latest; }));
@@ -311,8 +314,8 @@ TEST_F(ReflectorTest, BacksOffWhileTheServerIsDownThenRecovers) {
 TEST_F(ReflectorTest, ListFailuresAreRetried) {
   startServer();
   addPods(3);
-  server_->addFault({.pathPrefix = "/api/v1/pods", .queryContains = "limit=", .status = 500,
-                     .count = 2});
+  server_->addFault(
+      {.pathPrefix = "/api/v1/pods", .queryContains = "limit=", .status = 500, .count = 2});
   server_->addFault({.pathPrefix = "/api/v1/pods", .queryContains = "watch=", .status = 429});
   startReflector();
   EXPECT_EQ(sink_.objects(), truth());

@@ -3,10 +3,9 @@
 // retrying the pod). Against the validating fake API server.
 #include "gpufair/k8s/requeuer.h"
 
-#include "gpufair/k8s/api.h"
-
 #include <gtest/gtest.h>
 
+#include "gpufair/k8s/api.h"
 #include "gpufair/state/mirror.h"
 
 #include "k8s/fake_apiserver.h"

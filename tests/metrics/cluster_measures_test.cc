@@ -90,13 +90,18 @@ TEST(MeasureCluster, OverQuotaIsWhatReclaimCanTake) {
   const std::vector<Case> cases = {
       // The report from a real cluster: 13.5 allocated, deserved 8, one borrowed pod of 8.
       {"one big borrowed pod above a small excess",
-       {pod("own", 5.5, 3, false), pod("borrow", 8, 1, true)}, 8, 0},
-      {"excess covers the borrowed pod", {pod("own", 8, 3, false), pod("borrow", 4, 1, true)}, 8,
+       {pod("own", 5.5, 3, false), pod("borrow", 8, 1, true)},
+       8,
+       0},
+      {"excess covers the borrowed pod",
+       {pod("own", 8, 3, false), pod("borrow", 4, 1, true)},
+       8,
        4},
       {"youngest first, then what still fits",
        {pod("own", 4, 9, false), pod("old", 2, 5, true), pod("mid", 4, 3, true),
         pod("young", 3, 1, true)},
-       7, 5},  // 13 allocated, excess 6: young 3, mid 4 would make 7 (skipped), old 2: 5
+       7,
+       5},  // 13 allocated, excess 6: young 3, mid 4 would make 7 (skipped), old 2: 5
       {"nothing borrowed", {pod("own", 10, 1, false)}, 4, 0},
   };
   for (const auto& c : cases) {

@@ -251,14 +251,13 @@ TEST(FairShareInSnapshot, GPUsReservedForAGangAreItsQueuesDemand) {
   // 40 GPUs; team-a (deserved 20) runs 2 and its 4 × 4-GPU gang has 16 GPUs reserved, one member
   // pending (already offered); team-b (deserved 20) wants nothing. team-a's demand is 2 + 16 (the
   // pending member is within its gang's reservation, not counted twice) + 4 for a new pod.
-  const Reservation gang[] = {
-      {"n1", gpus(8), "gang:team-a/train", "team-a", "gang", ""},
-      {"n2", gpus(8), "gang:team-a/train", "team-a", "gang", ""}};
+  const Reservation gang[] = {{"n1", gpus(8), "gang:team-a/train", "team-a", "gang", ""},
+                              {"n2", gpus(8), "gang:team-a/train", "team-a", "gang", ""}};
   auto snap = testing::snapshotOf(
       {MakeNode("n0").gpus(10), MakeNode("n1").gpus(10), MakeNode("n2").gpus(10),
        MakeNode("n3").gpus(10)},
-      {MakePod("team-a", "run").gpus(2).on("n0"), MakePod("team-a", "train-0").gpus(4).gang("train", 4),
-       MakePod("team-a", "job").gpus(4)},
+      {MakePod("team-a", "run").gpus(2).on("n0"),
+       MakePod("team-a", "train-0").gpus(4).gang("train", 4), MakePod("team-a", "job").gpus(4)},
       {MakeQueue("team-a").deserved(20), MakeQueue("team-b").deserved(20)}, {},
       {std::begin(gang), std::end(gang)});
   EXPECT_EQ(snap->findQueue("team-a")->reservedAhead, gpus(12));

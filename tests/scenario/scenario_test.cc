@@ -97,8 +97,8 @@ std::vector<Step> sixThreesThenEight(std::vector<std::string> placements, std::s
   for (int i = 0; i < 6; ++i) {
     steps.push_back({MakePod("team-a", "train-" + std::to_string(i)).gpus(3), placements[i], ""});
   }
-  steps.push_back({MakePod("team-b", "big").gpus(8), eight,
-                   eight.empty() ? "fewer than 8 GPUs free" : ""});
+  steps.push_back(
+      {MakePod("team-b", "big").gpus(8), eight, eight.empty() ? "fewer than 8 GPUs free" : ""});
   return steps;
 }
 

@@ -4,10 +4,9 @@
 #include <sstream>
 
 #include <gmock/gmock.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "commands.h"
 #include "sim/sim_testing.h"
@@ -38,8 +37,8 @@ class SimulateCli : public ::testing::Test {
   void SetUp() override {
     // One folder per process and test: several builds (or a repeated test) may run at once.
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = ::testing::TempDir() + "/simulate_cli." + std::to_string(::getpid()) + "." +
-           info->name();
+    dir_ =
+        ::testing::TempDir() + "/simulate_cli." + std::to_string(::getpid()) + "." + info->name();
     std::filesystem::create_directories(dir_);
     nodes_ = dir_ + "/nodes.csv";
     pods_ = dir_ + "/pods.csv";

@@ -127,8 +127,7 @@ TEST_F(MirrorTest, AssumeRechecksFitAndQuota) {
   mirror_.notePending(MakePod("team-a", "p").gpus(2));
   auto r = mirror_.assume("uid-team-a-p", "n1");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error(),
-            "pod team-a/p no longer fits on node n1: fewer than 2 GPUs free");
+  EXPECT_EQ(r.error(), "pod team-a/p no longer fits on node n1: fewer than 2 GPUs free");
   EXPECT_FALSE(mirror_.assume("no-such-uid", "n1").ok());
   EXPECT_FALSE(mirror_.assume("uid-team-a-p", "ghost").ok());
 

@@ -1,9 +1,10 @@
-// KubeClient: the transport to kube-apiserver, and nothing more. It knows where the server is and how
-// to authenticate (service account token re-read when it rotates, client certificates, CA bundles),
-// sends one request and returns the status and body, or streams a long response line by line (watch).
-// Everything Kubernetes-specific on top (list pages, watch events, bindings, patches, events, leases,
-// evictions) is written against this interface, so tests drive it with a fake API server or a mock.
-// Thread-safety: implementations must allow concurrent send() and stream() calls from many threads.
+// KubeClient: the transport to kube-apiserver, and nothing more. It knows where the server is and
+// how to authenticate (service account token re-read when it rotates, client certificates, CA
+// bundles), sends one request and returns the status and body, or streams a long response line by
+// line (watch). Everything Kubernetes-specific on top (list pages, watch events, bindings, patches,
+// events, leases, evictions) is written against this interface, so tests drive it with a fake API
+// server or a mock. Thread-safety: implementations must allow concurrent send() and stream() calls
+// from many threads.
 #pragma once
 
 #include <atomic>
@@ -58,17 +59,17 @@ using KubeClientPtr = std::shared_ptr<KubeClient>;
 
 // Where and how to connect, from a kubeconfig file or the in-cluster environment.
 struct ClientConfig {
-  std::string server;                // https://host:port
-  std::string caData;                // PEM; empty: use caFile or system roots
+  std::string server;  // https://host:port
+  std::string caData;  // PEM; empty: use caFile or system roots
   std::string caFile;
-  std::string clientCertData;        // PEM
-  std::string clientKeyData;         // PEM
+  std::string clientCertData;  // PEM
+  std::string clientKeyData;   // PEM
   std::string clientCertFile;
   std::string clientKeyFile;
-  std::string token;                 // bearer token
-  std::string tokenFile;             // re-read when it changes (service account token rotation)
+  std::string token;      // bearer token
+  std::string tokenFile;  // re-read when it changes (service account token rotation)
   bool insecureSkipTlsVerify = false;
-  std::string ns;                    // the context's (or service account's) namespace, if any
+  std::string ns;  // the context's (or service account's) namespace, if any
 };
 
 // kubeconfig: the current context (or `context` when not empty), its cluster and user.

@@ -63,8 +63,7 @@ class EventRecorder {
   EventRecorder& operator=(const EventRecorder&) = delete;
 
   // Queues an Event about `object`. Never blocks on the API server. Returns whether it was queued.
-  bool record(const ObjectRef& object, EventType type, const EventReason& why,
-              std::string message);
+  bool record(const ObjectRef& object, EventType type, const EventReason& why, std::string message);
   // Convenience for pods.
   bool recordPod(std::string ns, std::string name, std::string uid, EventType type,
                  const EventReason& why, std::string message);

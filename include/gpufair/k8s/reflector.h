@@ -19,8 +19,8 @@
 
 namespace gpufair::k8s {
 
-// What a reflector feeds. Objects arrive as their raw JSON text (the "object" of a watch event, or an
-// item of a list); the sink decodes what it needs.
+// What a reflector feeds. Objects arrive as their raw JSON text (the "object" of a watch event, or
+// an item of a list); the sink decodes what it needs.
 class ReflectorSink {
  public:
   virtual ~ReflectorSink() = default;

@@ -61,7 +61,7 @@ class Requeuer {
   RequeuerOptions options_;
   bool wasConsistent_ = false;  // used by tick()'s thread only
   mutable std::mutex mu_;
-  std::deque<Target> queue_;     // GUARDED_BY(mu_)
+  std::deque<Target> queue_;      // GUARDED_BY(mu_)
   std::set<std::string> queued_;  // uids in queue_; GUARDED_BY(mu_)
   std::size_t touched_ = 0;       // GUARDED_BY(mu_)
 };

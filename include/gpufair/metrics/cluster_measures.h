@@ -26,7 +26,7 @@ struct QueueMeasure {
   // taken youngest first as reclaim takes them, while the queue keeps at least its deserved quota.
   // A borrowed pod whose eviction would take the queue below deserved is not counted.
   double overQuota = 0;
-  double pending = 0;    // requested by pending pods
+  double pending = 0;  // requested by pending pods
   int pendingPods = 0;
   double fairShare = 0;
 };

@@ -49,7 +49,8 @@ std::vector<MilliGpu> computeFairShares(std::span<const FairShareInput> queues, 
 // otherwise 1 (milli-GPUs).
 MilliGpu fairShareGranularity(std::span<const FairShareInput> queues, MilliGpu capacity);
 
-// The inputs a snapshot's queue gives: its quota, and allocated + pending + reservedAhead as demand.
+// The inputs a snapshot's queue gives: its quota, and allocated + pending + reservedAhead as
+// demand.
 FairShareInput fairShareInput(const QueueState& queue);
 
 // The fair share of `pod`'s queue with the pod counted in its demand. The snapshot's

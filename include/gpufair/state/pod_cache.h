@@ -124,7 +124,7 @@ class PodCache {
   DirtySet& dirty_;
   std::unordered_map<std::string, Entry> pods_;  // by uid
   std::unordered_map<std::string, std::set<std::string>> podsOnNode_;
-  std::map<std::string, policy::PodPtr> pendingSet_;                    // by uid
+  std::map<std::string, policy::PodPtr> pendingSet_;  // by uid
   bool offeredIsDemand_ = true;
   std::unordered_map<std::string, std::set<std::string>> gangMembers_;  // by Pod::gangKey
   std::set<std::string> assumed_;
