@@ -65,17 +65,18 @@ bool StopSignal::waitFor(std::chrono::milliseconds timeout) {
   if (requested_.load()) return true;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd fd{readFd_, POLLIN, 0};
+    // Rounded up, so that a wait never ends before the deadline.
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     const long long ms = std::clamp<long long>(left.count(), 0, 24LL * 3600 * 1000);  // fits int
+    pollfd fd{readFd_, POLLIN, 0};
     const int ready = ::poll(&fd, 1, static_cast<int>(ms));
     if (ready > 0) {
       requested_.store(true);  // the byte stays in the pipe: every later wait returns at once
       return true;
     }
-    if (ready == 0 && left.count() <= ms) return false;  // the deadline passed
-    if (ready < 0 && errno != EINTR) return false;       // cannot wait: a timeout, the loop goes on
+    if (ready < 0 && errno != EINTR) return false;  // cannot wait: a timeout, the loop goes on
+    if (ready == 0 && std::chrono::steady_clock::now() >= deadline) return false;
   }
 }
 
@@ -83,8 +84,8 @@ void runPeriodically(StopSignal& stop, std::chrono::milliseconds period,
                      const std::function<void()>& tick) {
   auto next = std::chrono::steady_clock::now() + period;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        next - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(next - std::chrono::steady_clock::now());
     if (stop.waitFor(std::max(left, std::chrono::milliseconds{0}))) return;
     tick();
     next += period;

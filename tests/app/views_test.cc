@@ -44,8 +44,8 @@ TEST(RenderTop, NodesQueuesAndPendingPods) {
       snapshotDoc(), {{"team-a/p1", "no node fits: 2 nodes: fewer than 4 GPUs free"}}, options);
   const char* expected[] = {
       "gpufair top - test\n",
-      "cluster: 3 nodes, 12 GPUs, 5.5 allocated, 2.5 free, largest free block 2.5, 3 pending pods "
-      "(generation 9)\n",
+      ("cluster: 3 nodes, 12 GPUs, 5.5 allocated, 2.5 free, largest free block 2.5, 3 pending pods "
+       "(generation 9)\n"),  // one line, split here (parentheses: clang's -Wstring-concatenation)
       // 8 cells for 8 GPUs: 5 used, the sixth half used.
       "a100-1  [#####+..]                     5.5/8    2.5     2\n",
       "a100-2  [....]                           0/4      4     0  (cordoned)\n",
