@@ -28,7 +28,7 @@ function at_namespace_scope(  i) {
   for (i = 1; i <= depth; i++) if (kind[i] != "ns") return 0
   return 1
 }
-FNR == 1 { depth = 0; in_block = 0; split("", kind) }
+FNR == 1 { depth = 0; in_block = 0; parens = 0; split("", kind) }
 {
   line = $0
   # Comments and string literals cannot make code impure; drop them before matching.
@@ -59,19 +59,22 @@ FNR == 1 { depth = 0; in_block = 0; split("", kind) }
     decl = line; sub(/[=;{].*$/, "", decl)
     if (decl !~ /\(/ && line ~ /[=;{]/) why = "global (mutable static or extern variable)"
   }
-  else if (at_namespace_scope() &&
+  else if (at_namespace_scope() && parens == 0 &&
            line ~ /^[ \t]*[A-Za-z_][A-Za-z0-9_:<>,* &]*[ \t*&]+[A-Za-z_][A-Za-z0-9_]*[ \t]*(=|\{|;|\[)/ &&
            line !~ /^[ \t]*(using|typedef|template|class|struct|union|enum|namespace|friend|return|public|private|protected|case|goto|delete)([^A-Za-z0-9_]|$)/ &&
            line !~ /(^|[^A-Za-z0-9_])(const|constexpr|consteval|operator)([^A-Za-z0-9_]|$)/)
     why = "global (mutable variable at namespace scope)"
   if (why != "") print FILENAME ":" FNR ": " why ": " $0
 
-  # Track scopes: a brace opened by a namespace line keeps namespace scope, any other does not.
+  # Track scopes: a brace opened by a namespace line keeps namespace scope, any other does not;
+  # a line inside an open parenthesis continues a declaration (a parameter with a default).
   n = length(line); ns_line = (line ~ /^[ \t]*(inline[ \t]+)?namespace([ \t]+[A-Za-z_][A-Za-z0-9_:]*)?[ \t]*\{/)
   for (i = 1; i <= n; i++) {
     c = substr(line, i, 1)
     if (c == "{") { depth++; kind[depth] = ns_line ? "ns" : "other"; ns_line = 0 }
     else if (c == "}" && depth > 0) depth--
+    else if (c == "(") parens++
+    else if (c == ")" && parens > 0) parens--
   }
 }' $files)
 
