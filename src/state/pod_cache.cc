@@ -63,18 +63,21 @@ void PodCache::mark(const policy::Pod& pod) {
   }
 }
 
-void PodCache::unindex(const std::string& uid, const Entry& old) {
-  mark(*old.pod);
-  if (!old.pod->nodeName.empty()) eraseFrom(podsOnNode_, old.pod->nodeName, uid);
-  if (old.pod->inGang()) eraseFrom(gangMembers_, old.pod->gangKey(), uid);
-  pendingSet_.erase(uid);
-  assumed_.erase(uid);
+void PodCache::unindex(const std::string& uid, const policy::Pod& old, const policy::Pod* next) {
+  mark(old);
+  if (!old.nodeName.empty() && (next == nullptr || next->nodeName != old.nodeName)) {
+    eraseFrom(podsOnNode_, old.nodeName, uid);
+  }
+  if (old.inGang() && (next == nullptr || next->gangKey() != old.gangKey())) {
+    eraseFrom(gangMembers_, old.gangKey(), uid);
+  }
 }
 
 void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assumed) {
   const std::string key = keyOf(*pod);
   auto it = pods_.find(key);
   const bool wasAssumed = it != pods_.end() && it->second.assumed;
+<<<<<<< HEAD
   const bool apiKnown = fromApi || (it != pods_.end() && it->second.fromApi);
   if (it != pods_.end()) unindex(key, it->second);
   mark(*pod);
@@ -83,6 +86,25 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
   if (isPendingDemand(*pod) && (apiKnown || offeredIsDemand_)) pendingSet_[key] = pod;
   if (assumed) assumed_.insert(key);
   if (assumed != wasAssumed) dirty_.provisional();
+=======
+  if (it != pods_.end()) unindex(key, *it->second.pod, pod.get());
+  mark(*pod);
+  if (!pod->nodeName.empty()) podsOnNode_[pod->nodeName].insert(key);
+  if (pod->inGang()) gangMembers_[pod->gangKey()].insert(key);
+  if (isPendingDemand(*pod)) {
+    pendingSet_[key] = pod;
+  } else {
+    pendingSet_.erase(key);
+  }
+  if (assumed != wasAssumed) {
+    if (assumed) {
+      assumed_.insert(key);
+    } else {
+      assumed_.erase(key);
+    }
+    dirty_.provisional();
+  }
+>>>>>>> state-split
   Entry& e = pods_[key];
   e.pod = std::move(pod);
   e.seen = seen;
@@ -93,8 +115,13 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
 void PodCache::remove(std::string_view uid) {
   auto it = pods_.find(std::string(uid));
   if (it == pods_.end()) return;
-  if (it->second.assumed) dirty_.provisional();
-  unindex(it->first, it->second);
+  const std::string& key = it->first;
+  unindex(key, *it->second.pod, nullptr);
+  pendingSet_.erase(key);
+  if (it->second.assumed) {
+    assumed_.erase(key);
+    dirty_.provisional();
+  }
   pods_.erase(it);
 }
 

@@ -119,7 +119,8 @@ class PodCache {
   // Assumed -> Pending: the one way an assumption is undone (forget and expire).
   void reset(const std::string& uid, Timestamp now);
   void mark(const policy::Pod& pod);  // marks what a change of this pod affects
-  void unindex(const std::string& uid, const Entry& old);  // undoes store()'s indexes
+  // Drops `old` from the node and gang indexes it leaves (all of them when `next` is null).
+  void unindex(const std::string& uid, const policy::Pod& old, const policy::Pod* next);
 
   DirtySet& dirty_;
   std::unordered_map<std::string, Entry> pods_;  // by uid
