@@ -77,21 +77,12 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
   const std::string key = keyOf(*pod);
   auto it = pods_.find(key);
   const bool wasAssumed = it != pods_.end() && it->second.assumed;
-<<<<<<< HEAD
   const bool apiKnown = fromApi || (it != pods_.end() && it->second.fromApi);
-  if (it != pods_.end()) unindex(key, it->second);
-  mark(*pod);
-  if (!pod->nodeName.empty()) podsOnNode_[pod->nodeName].insert(key);
-  if (pod->inGang()) gangMembers_[pod->gangKey()].insert(key);
-  if (isPendingDemand(*pod) && (apiKnown || offeredIsDemand_)) pendingSet_[key] = pod;
-  if (assumed) assumed_.insert(key);
-  if (assumed != wasAssumed) dirty_.provisional();
-=======
   if (it != pods_.end()) unindex(key, *it->second.pod, pod.get());
   mark(*pod);
   if (!pod->nodeName.empty()) podsOnNode_[pod->nodeName].insert(key);
   if (pod->inGang()) gangMembers_[pod->gangKey()].insert(key);
-  if (isPendingDemand(*pod)) {
+  if (isPendingDemand(*pod) && (apiKnown || offeredIsDemand_)) {
     pendingSet_[key] = pod;
   } else {
     pendingSet_.erase(key);
@@ -104,7 +95,6 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
     }
     dirty_.provisional();
   }
->>>>>>> state-split
   Entry& e = pods_[key];
   e.pod = std::move(pod);
   e.seen = seen;
