@@ -143,7 +143,7 @@ HttpResponse bind(FakeApiServer::State& state, const ResourcePath& where,
                                       current + "\"");
     }
     object["spec"]["nodeName"] = node;
-    return StoreResult{201, "", "", nullptr};
+    return StoreResult{201, "", "", nullptr, {}};
   });
   if (!result.ok()) return fromResult(result);
   return statusResponse(201, "", "");
