@@ -203,69 +203,89 @@ ReclaimController::Result ReclaimController::reclaimFor(Round& r, const policy::
     }
     const policy::ReclaimPlan& plan = *out.plan;
     if (settings_.dryRun) {
-      for (const auto& v : plan.victims) {
-        r.releasing.push_back(v.pod);
-        r.drainedQueues.insert(v.pod->queue);
-      }
-      r.excludedNodes.insert(plan.node);
-      r.promised.push_back(pod);
-      ++r.stats.planned;
-      r.dryRun.push_back(plan);
-      if (observer_) observer_->dryRun(plan);
+      recordDryRun(r, pod, plan);
       return Result::kActed;
     }
     // The waiting pod must still exist and wait, as the API server (the watch) says now: a pod
     // deleted or bound since the round's snapshot is worth no eviction.
-    if (const policy::PodPtr current = mirror_.findPod(pod->uid);
-        current == nullptr || !current->nodeName.empty() || current->isFinished() ||
-        current->terminating) {
+    if (!stillWaits(*pod)) {
       spdlog::info("reclaim: {} no longer waits; nothing evicted for it", pod->key());
       return evictedForThis.empty() ? Result::kNotNeeded : Result::kActed;
     }
-    bool dropped = false;
-    for (const auto& victim : plan.victims) {
-      EvictResult result = evictor_.evict(*victim.pod, victim.reason);
-      if (result.outcome == EvictOutcome::kEvicted || result.outcome == EvictOutcome::kNotFound) {
-        evictedForThis.push_back(victim.pod);
-        r.releasing.push_back(victim.pod);
-        r.drainedQueues.insert(victim.pod->queue);
-        if (result.outcome == EvictOutcome::kEvicted) {
-          ++r.stats.evicted;
-          ++r.evictedByQueue[victim.pod->queue];
-          if (observer_) observer_->evicted(plan, victim);
-        }
-        continue;
-      }
-      ++r.stats.refused;
-      if (observer_) observer_->evictionFailed(plan, victim, result);
-      options.spared.insert(victim.pod->uid);
-      reason = "eviction of " + victim.pod->key() + " " + evictOutcomeName(result.outcome) + ": " +
-               result.message;
-      dropped = true;
-      break;
-    }
+    const bool dropped = !evictVictims(r, plan, options, evictedForThis, reason);
     r.snap = mirror_.snapshot();  // file mode: the victims are gone already
     if (dropped) continue;
-    // Keep the freed GPUs for the reclaimer: no other pod (the victims' queue included) may take
-    // them until it binds, or holdFor passes.
-    policy::Reservation held;
-    held.node = plan.node;
-    held.gpus = pod->gpus;
-    held.holder = pod->uid;
-    held.queue = pod->queue;
-    held.reason = "reclaim";
-    held.holderName = pod->key();
-    mirror_.reserve(std::move(held), settings_.holdFor);
-    inFlight_[pod->uid] = {pod, plan.node, std::move(evictedForThis), r.now + settings_.holdFor};
-    r.excludedNodes.insert(plan.node);
-    r.promised.push_back(pod);
-    ++r.stats.planned;
-    if (observer_) observer_->reclaimed(plan);
+    holdForReclaimer(r, pod, plan, std::move(evictedForThis));
     return Result::kActed;
   }
   orphans_.insert(orphans_.end(), evictedForThis.begin(), evictedForThis.end());
   if (observer_) observer_->waiting(*pod, reason);
   return Result::kWaiting;
+}
+
+void ReclaimController::recordDryRun(Round& r, const policy::PodPtr& pod,
+                                     const policy::ReclaimPlan& plan) {
+  for (const auto& v : plan.victims) {
+    r.releasing.push_back(v.pod);
+    r.drainedQueues.insert(v.pod->queue);
+  }
+  r.excludedNodes.insert(plan.node);
+  r.promised.push_back(pod);
+  ++r.stats.planned;
+  r.dryRun.push_back(plan);
+  if (observer_) observer_->dryRun(plan);
+}
+
+bool ReclaimController::stillWaits(const policy::Pod& pod) const {
+  const policy::PodPtr current = mirror_.findPod(pod.uid);
+  return current != nullptr && current->nodeName.empty() && !current->isFinished() &&
+         !current->terminating;
+}
+
+bool ReclaimController::evictVictims(Round& r, const policy::ReclaimPlan& plan,
+                                     policy::ReclaimOptions& options,
+                                     std::vector<policy::PodPtr>& evicted, std::string& reason) {
+  for (const auto& victim : plan.victims) {
+    EvictResult result = evictor_.evict(*victim.pod, victim.reason);
+    if (result.outcome == EvictOutcome::kEvicted || result.outcome == EvictOutcome::kNotFound) {
+      evicted.push_back(victim.pod);
+      r.releasing.push_back(victim.pod);
+      r.drainedQueues.insert(victim.pod->queue);
+      if (result.outcome == EvictOutcome::kEvicted) {
+        ++r.stats.evicted;
+        ++r.evictedByQueue[victim.pod->queue];
+        if (observer_) observer_->evicted(plan, victim);
+      }
+      continue;
+    }
+    ++r.stats.refused;
+    if (observer_) observer_->evictionFailed(plan, victim, result);
+    options.spared.insert(victim.pod->uid);
+    reason = "eviction of " + victim.pod->key() + " " + evictOutcomeName(result.outcome) + ": " +
+             result.message;
+    return false;
+  }
+  return true;
+}
+
+void ReclaimController::holdForReclaimer(Round& r, const policy::PodPtr& pod,
+                                         const policy::ReclaimPlan& plan,
+                                         std::vector<policy::PodPtr> victims) {
+  // Keep the freed GPUs for the reclaimer: no other pod (the victims' queue included) may take
+  // them until it binds, or holdFor passes.
+  policy::Reservation held;
+  held.node = plan.node;
+  held.gpus = pod->gpus;
+  held.holder = pod->uid;
+  held.queue = pod->queue;
+  held.reason = "reclaim";
+  held.holderName = pod->key();
+  mirror_.reserve(std::move(held), settings_.holdFor);
+  inFlight_[pod->uid] = {pod, plan.node, std::move(victims), r.now + settings_.holdFor};
+  r.excludedNodes.insert(plan.node);
+  r.promised.push_back(pod);
+  ++r.stats.planned;
+  if (observer_) observer_->reclaimed(plan);
 }
 
 }  // namespace gpufair::app

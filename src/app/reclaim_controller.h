@@ -103,6 +103,17 @@ class ReclaimController {
   enum class Result { kActed, kNotNeeded, kWaiting };
   // Tries up to maxAttempts plans for one reclaimer.
   Result reclaimFor(Round& round, const policy::PodPtr& pod);
+  // Dry run: counts the plan as carried out for the rest of the round, and reports it.
+  void recordDryRun(Round& round, const policy::PodPtr& pod, const policy::ReclaimPlan& plan);
+  // Whether the mirror still has `pod`, unbound, not finished and not terminating.
+  bool stillWaits(const policy::Pod& pod) const;
+  // Evicts the plan's victims in order, adding the gone ones to `evicted`; at the first refused
+  // or failed eviction, spares that victim in `options`, sets `reason` and returns false.
+  bool evictVictims(Round& round, const policy::ReclaimPlan& plan, policy::ReclaimOptions& options,
+                    std::vector<policy::PodPtr>& evicted, std::string& reason);
+  // Reserves the plan's freed GPUs for `pod` and records the reclaim as in flight.
+  void holdForReclaimer(Round& round, const policy::PodPtr& pod, const policy::ReclaimPlan& plan,
+                        std::vector<policy::PodPtr> victims);
 
   state::Mirror& mirror_;
   state::Evictor& evictor_;

@@ -149,6 +149,82 @@ bool writeFile(const std::string& path, const std::string& text, std::string& er
   return true;
 }
 
+// How the input flags combine (`csv`: --nodes or --pods given); an error message, or "".
+std::string checkInputFlags(const ParsedArgs& args, bool csv, const std::string& usageText) {
+  if (csv && args.has("cluster")) return "give either --nodes/--pods or --cluster, not both";
+  if (csv && (!args.has("nodes") || !args.has("pods"))) return "--nodes and --pods go together";
+  if (!csv && !args.has("cluster"))
+    return "no input: give --nodes FILE --pods FILE, or --cluster FILE\n\n" + usageText;
+  if (args.has("workload") && !args.has("cluster")) return "--workload needs --cluster";
+  return "";
+}
+
+// The simulation options from the flags (all but `progress`); an error message, or "".
+std::string parseOptions(const ParsedArgs& args, sim::SimulationOptions& options) {
+  auto policies = sim::parsePolicies(args.get("policy"));
+  if (!policies) return policies.error();
+  for (const auto& name : *policies) {
+    if (name != sim::kHindsightPolicy && policy::findScorer(name) == nullptr) {
+      return "unknown policy \"" + name + "\" (known: " + scorerList() + ", " +
+             sim::kHindsightPolicy + ")";
+    }
+  }
+  options.policies = *policies;
+  auto seeds = sim::parseSeeds(args.get("seeds"));
+  if (!seeds) return seeds.error();
+  options.seeds = *seeds;
+  if (!parseNumber(args.get("load"), options.load) || options.load <= 0 || options.load > 100)
+    return "--load \"" + args.get("load") + "\" is not a number in (0, 100]";
+  auto sampling = sim::parseSampling(args.get("sampling"));
+  if (!sampling) return "--sampling must be inflate or resample";
+  options.sampling = *sampling;
+  double step = 0, threads = 0;
+  if (!parseNumber(args.get("step"), step) || step < 1 || step > 100 || step != std::floor(step))
+    return "--step must be a whole number of percent in 1..100";
+  options.step = static_cast<int>(step);
+  if (!parseNumber(args.get("threads"), threads) || threads < 0 || threads > 1024 ||
+      threads != std::floor(threads))
+    return "--threads must be a whole number in 0..1024";
+  options.threads = static_cast<unsigned>(threads);
+  options.measureFragmentation = !args.has("no-fragmentation");
+  const int maxPoint = static_cast<int>(std::ceil(options.load * 100 - 1e-9));
+  options.summaryPoints.clear();
+  for (int p : {90, 95, 100, 130}) {
+    if (p <= maxPoint) options.summaryPoints.push_back(p);
+  }
+  return "";
+}
+
+Result<sim::Scenario> loadScenario(const ParsedArgs& args, bool csv) {
+  if (csv) return sim::loadOpenbScenario(args.get("nodes"), args.get("pods"));
+  return sim::loadYamlScenario(args.get("cluster"),
+                               args.has("workload") ? args.get("workload") : args.get("cluster"),
+                               args.get("namespace"));
+}
+
+// The --json and --plot files, if asked for; false, with `error` set, if one cannot be written.
+bool writeOutputs(const ParsedArgs& args, const sim::SimulationReport& report, std::string& error) {
+  if (args.has("json") && !writeFile(args.get("json"), sim::toJson(report), error)) return false;
+  if (args.has("plot")) {
+    sim::PlotOptions plot;
+    plot.title = args.get("title");
+    if (!writeFile(args.get("plot"), sim::plotSvg(report, plot), error)) return false;
+  }
+  return true;
+}
+
+// The final summary line on stderr; `pods`: the pods submitted over all runs.
+void printSummaryLine(const sim::SimulationReport& report, std::size_t pods) {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "gpufair simulate: %zu run%s (%s pods) on %zu nodes in %.1f s, %u thread%s\n",
+                report.policies.size() * report.seeds.size(),
+                report.policies.size() * report.seeds.size() == 1 ? "" : "s",
+                withCommas(pods).c_str(), report.nodes, report.seconds, report.threads,
+                report.threads == 1 ? "" : "s");
+  std::cerr << line;
+}
+
 }  // namespace
 
 int runSimulate(const std::vector<std::string>& argv) {
@@ -164,53 +240,11 @@ int runSimulate(const std::vector<std::string>& argv) {
     return fail("unexpected argument \"" + args.positional[0] + "\"", 2);
 
   const bool csv = args.has("nodes") || args.has("pods");
-  if (csv && args.has("cluster"))
-    return fail("give either --nodes/--pods or --cluster, not both", 2);
-  if (csv && (!args.has("nodes") || !args.has("pods")))
-    return fail("--nodes and --pods go together", 2);
-  if (!csv && !args.has("cluster"))
-    return fail("no input: give --nodes FILE --pods FILE, or --cluster FILE\n\n" + usageText, 2);
-  if (args.has("workload") && !args.has("cluster")) return fail("--workload needs --cluster", 2);
-
+  if (const std::string error = checkInputFlags(args, csv, usageText); !error.empty())
+    return fail(error, 2);
   sim::SimulationOptions options;
-  auto policies = sim::parsePolicies(args.get("policy"));
-  if (!policies) return fail(policies.error(), 2);
-  for (const auto& name : *policies) {
-    if (name != sim::kHindsightPolicy && policy::findScorer(name) == nullptr) {
-      return fail("unknown policy \"" + name + "\" (known: " + scorerList() + ", " +
-                      sim::kHindsightPolicy + ")",
-                  2);
-    }
-  }
-  options.policies = *policies;
-  auto seeds = sim::parseSeeds(args.get("seeds"));
-  if (!seeds) return fail(seeds.error(), 2);
-  options.seeds = *seeds;
-  if (!parseNumber(args.get("load"), options.load) || options.load <= 0 || options.load > 100)
-    return fail("--load \"" + args.get("load") + "\" is not a number in (0, 100]", 2);
-  auto sampling = sim::parseSampling(args.get("sampling"));
-  if (!sampling) return fail("--sampling must be inflate or resample", 2);
-  options.sampling = *sampling;
-  double step = 0, threads = 0;
-  if (!parseNumber(args.get("step"), step) || step < 1 || step > 100 || step != std::floor(step))
-    return fail("--step must be a whole number of percent in 1..100", 2);
-  options.step = static_cast<int>(step);
-  if (!parseNumber(args.get("threads"), threads) || threads < 0 || threads > 1024 ||
-      threads != std::floor(threads))
-    return fail("--threads must be a whole number in 0..1024", 2);
-  options.threads = static_cast<unsigned>(threads);
-  options.measureFragmentation = !args.has("no-fragmentation");
-  const int maxPoint = static_cast<int>(std::ceil(options.load * 100 - 1e-9));
-  options.summaryPoints.clear();
-  for (int p : {90, 95, 100, 130}) {
-    if (p <= maxPoint) options.summaryPoints.push_back(p);
-  }
-
-  auto scenario =
-      csv ? sim::loadOpenbScenario(args.get("nodes"), args.get("pods"))
-          : sim::loadYamlScenario(args.get("cluster"),
-                                  args.has("workload") ? args.get("workload") : args.get("cluster"),
-                                  args.get("namespace"));
+  if (const std::string error = parseOptions(args, options); !error.empty()) return fail(error, 2);
+  auto scenario = loadScenario(args, csv);
   if (!scenario) return fail(scenario.error(), 1);
 
   const bool quiet = args.has("quiet");
@@ -223,23 +257,8 @@ int runSimulate(const std::vector<std::string>& argv) {
 
   std::cout << sim::summaryTable(*report);
   std::string error;
-  if (args.has("json") && !writeFile(args.get("json"), sim::toJson(*report), error))
-    return fail(error, 1);
-  if (args.has("plot")) {
-    sim::PlotOptions plot;
-    plot.title = args.get("title");
-    if (!writeFile(args.get("plot"), sim::plotSvg(*report, plot), error)) return fail(error, 1);
-  }
-  if (!quiet) {
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "gpufair simulate: %zu run%s (%s pods) on %zu nodes in %.1f s, %u thread%s\n",
-                  report->policies.size() * report->seeds.size(),
-                  report->policies.size() * report->seeds.size() == 1 ? "" : "s",
-                  withCommas(progress.done.load()).c_str(), report->nodes, report->seconds,
-                  report->threads, report->threads == 1 ? "" : "s");
-    std::cerr << line;
-  }
+  if (!writeOutputs(args, *report, error)) return fail(error, 1);
+  if (!quiet) printSummaryLine(*report, progress.done.load());
   return 0;
 }
 

@@ -47,6 +47,158 @@ bool parseUnsigned(std::string_view s, std::uint64_t& out) {
   return ec == std::errc() && ptr == s.data() + s.size();
 }
 
+// The scorer of each policy, in order; null for the hindsight planner (hindsight.h), which has
+// none. Fails on an unknown name.
+Result<std::vector<policy::ScorerPtr>> makeScorers(const std::vector<std::string>& policies,
+                                                   const policy::WorkloadPtr& workload) {
+  using R = Result<std::vector<policy::ScorerPtr>>;
+  std::vector<policy::ScorerPtr> scorers;
+  for (const auto& name : policies) {
+    if (name == kHindsightPolicy) {  // no scorer: the offline planner (hindsight.h)
+      scorers.push_back(nullptr);
+      continue;
+    }
+    policy::ScorerOptions so;
+    so.workload = workload;
+    auto scorer = policy::makeScorer(name, so);
+    if (!scorer) {
+      std::string known;
+      for (const auto& n : policy::scorerNames()) known += (known.empty() ? "" : ", ") + n;
+      known += std::string(", ") + kHindsightPolicy;
+      return R::failure("unknown policy \"" + name + "\" (known: " + known + ")");
+    }
+    scorers.push_back(std::move(scorer));
+  }
+  return scorers;
+}
+
+// Each seed's submitted pods (indices into scenario.templates), in seed order; `total` gets the
+// number of pods over all seeds.
+Result<std::vector<std::vector<std::size_t>>> sampleOrders(const Scenario& scenario,
+                                                           const SimulationOptions& options,
+                                                           MilliGpu capacity, std::size_t& total) {
+  using R = Result<std::vector<std::vector<std::size_t>>>;
+  const std::vector<MilliGpu> requests = scenario.templateRequests();
+  std::vector<std::vector<std::size_t>> orders;
+  for (std::uint64_t seed : options.seeds) {
+    auto order = samplePods(requests, capacity, {options.load, options.sampling, seed});
+    if (!order) return R::failure(scenario.source + ": " + order.error());
+    total += order->size();
+    orders.push_back(std::move(order.value()));
+  }
+  return orders;
+}
+
+// The report before any run: the scenario's figures and one empty run per (policy, seed).
+SimulationReport emptyReport(const Scenario& scenario, const SimulationOptions& options,
+                             MilliGpu capacity) {
+  SimulationReport report;
+  report.source = scenario.source;
+  report.nodes = scenario.nodes.size();
+  report.capacity = capacity;
+  report.templates = scenario.templates.size();
+  report.load = options.load;
+  report.sampling = samplingName(options.sampling);
+  report.seeds = options.seeds;
+  report.summaryPoints = options.summaryPoints;
+  for (const auto& name : options.policies) {
+    PolicyReport p;
+    p.policy = name;
+    p.runs.resize(options.seeds.size());
+    report.policies.push_back(std::move(p));
+  }
+  return report;
+}
+
+// What every (policy, seed) job of one simulation reads.
+struct JobContext {
+  const Scenario& scenario;
+  const SimulationOptions& options;
+  const policy::WorkloadPtr& workload;
+  const std::vector<policy::ScorerPtr>& scorers;  // per policy; null: hindsight
+  const policy::Scorer* hindsightScorer;
+  const std::vector<std::vector<std::size_t>>& orders;  // per seed
+  MilliGpu capacity;
+  int maxPercent;  // the curves' last point
+};
+
+// Replays policy p on the pods of seed s; throws what the replay throws.
+ReplayResult replayJob(const JobContext& c, std::size_t p, std::size_t s) {
+  ReplayOptions ro;
+  ro.seed = c.options.seeds[s];
+  ro.workload = c.workload;
+  ro.measureFragmentation = c.options.measureFragmentation;
+  ro.progress = c.options.progress ? &c.options.progress->done : nullptr;
+  if (c.scorers[p]) return replay(c.scenario, c.orders[s], *c.scorers[p], ro);
+  const int points[] = {100};  // each plan is costly; the tables read 100 % arrived
+  ReplayOptions quiet = ro;
+  quiet.progress = nullptr;
+  quiet.measureFragmentation = false;
+  ReplayResult result = hindsightReplay(c.scenario, c.orders[s], points, c.hindsightScorer, quiet);
+  if (ro.progress) ro.progress->fetch_add(c.orders[s].size());
+  return result;
+}
+
+// Hands the jobs (policy-major) out to the threads that call work(). They are all alike in length,
+// so in order. The first failure stops the handing out.
+// Thread-safety: work() may run on several threads at once; error() only after they all returned.
+class JobQueue {
+ public:
+  JobQueue(const JobContext& context, SimulationReport& report, std::size_t jobs)
+      : c_(context), report_(report), jobs_(jobs) {}
+
+  // Runs jobs until none is left or one failed.
+  void work() {
+    while (true) {
+      const std::size_t job = next_.fetch_add(1);
+      if (job >= jobs_) return;
+      const std::size_t p = job / c_.options.seeds.size();
+      const std::size_t s = job % c_.options.seeds.size();
+      const auto start = Clock::now();
+      ReplayResult result;
+      try {
+        result = replayJob(c_, p, s);
+      } catch (const std::exception& e) {  // e.g. out of memory: fail the run, not the process
+        std::lock_guard<std::mutex> lock(errorMu_);
+        if (error_.empty())
+          error_ = c_.options.policies[p] + ", seed " + std::to_string(c_.options.seeds[s]) + ": " +
+                   e.what();
+        next_ = jobs_;
+        return;
+      }
+      record(report_.policies[p].runs[s], s, result, secondsSince(start));
+      if (c_.options.progress) c_.options.progress->runsDone.fetch_add(1);
+    }
+  }
+
+  const std::string& error() const { return error_; }
+
+ private:
+  void record(RunReport& run, std::size_t s, const ReplayResult& result, double seconds) const {
+    run.seconds = seconds;
+    run.seed = c_.options.seeds[s];
+    run.pods = c_.orders[s].size();
+    run.placed = result.placed;
+    run.failed = result.failed;
+    run.arrivedGpus = result.events.empty() ? 0 : result.events.back().arrived;
+    run.allocatedGpus = result.events.empty() ? 0 : result.events.back().allocated;
+    run.curve = curveOf(result.events, c_.capacity, c_.maxPercent, c_.options.step);
+  }
+
+  const JobContext& c_;
+  SimulationReport& report_;  // each job writes its own run only
+  const std::size_t jobs_;
+  std::atomic<std::size_t> next_{0};
+  std::mutex errorMu_;
+  std::string error_;  // GUARDED_BY(errorMu_)
+};
+
+// The pool's size: `requested`, or one per hardware thread if 0; at least 1, at most `jobs`.
+unsigned threadCount(unsigned requested, std::size_t jobs) {
+  const unsigned threads = requested ? requested : std::thread::hardware_concurrency();
+  return static_cast<unsigned>(std::clamp<std::size_t>(threads ? threads : 1, 1, jobs));
+}
+
 }  // namespace
 
 Result<std::vector<std::uint64_t>> parseSeeds(std::string_view text) {
@@ -100,23 +252,8 @@ Result<SimulationReport> simulate(const Scenario& scenario, const SimulationOpti
   // derives its typical pods from the trace.
   auto workload = std::make_shared<const policy::Workload>(
       typicalWorkload(scenario.templates, options.typicalPopularity));
-  std::vector<policy::ScorerPtr> scorers;
-  for (const auto& name : options.policies) {
-    if (name == kHindsightPolicy) {  // no scorer: the offline planner (hindsight.h)
-      scorers.push_back(nullptr);
-      continue;
-    }
-    policy::ScorerOptions so;
-    so.workload = workload;
-    auto scorer = policy::makeScorer(name, so);
-    if (!scorer) {
-      std::string known;
-      for (const auto& n : policy::scorerNames()) known += (known.empty() ? "" : ", ") + n;
-      known += std::string(", ") + kHindsightPolicy;
-      return R::failure("unknown policy \"" + name + "\" (known: " + known + ")");
-    }
-    scorers.push_back(std::move(scorer));
-  }
+  auto scorers = makeScorers(options.policies, workload);
+  if (!scorers) return R::failure(scorers.error());
 
   // The hindsight planner also replays the arrival order through fgd.
   policy::ScorerOptions fgdOptions;
@@ -124,94 +261,32 @@ Result<SimulationReport> simulate(const Scenario& scenario, const SimulationOpti
   const policy::ScorerPtr hindsightScorer = policy::makeScorer("fgd", fgdOptions);
 
   const MilliGpu capacity = scenario.gpuCapacity();
-  const std::vector<MilliGpu> requests = scenario.templateRequests();
-  std::vector<std::vector<std::size_t>> orders;
   std::size_t total = 0;
-  for (std::uint64_t seed : options.seeds) {
-    auto order = samplePods(requests, capacity, {options.load, options.sampling, seed});
-    if (!order) return R::failure(scenario.source + ": " + order.error());
-    total += order->size();
-    orders.push_back(std::move(order.value()));
-  }
+  auto orders = sampleOrders(scenario, options, capacity, total);
+  if (!orders) return R::failure(orders.error());
 
-  SimulationReport report;
-  report.source = scenario.source;
-  report.nodes = scenario.nodes.size();
-  report.capacity = capacity;
-  report.templates = scenario.templates.size();
-  report.load = options.load;
-  report.sampling = samplingName(options.sampling);
-  report.seeds = options.seeds;
-  report.summaryPoints = options.summaryPoints;
-  for (const auto& name : options.policies) {
-    PolicyReport p;
-    p.policy = name;
-    p.runs.resize(options.seeds.size());
-    report.policies.push_back(std::move(p));
-  }
+  SimulationReport report = emptyReport(scenario, options, capacity);
   const std::size_t jobs = options.policies.size() * options.seeds.size();
   if (options.progress) {
     options.progress->total = total * options.policies.size();
     options.progress->runsTotal = jobs;
   }
-  const int maxPercent = static_cast<int>(std::ceil(options.load * 100.0 - 1e-9));
-
-  // Jobs are handed out longest first would need their lengths; all are alike, so in order.
-  std::atomic<std::size_t> next{0};
-  std::mutex errorMu;
-  std::string error;  // GUARDED_BY(errorMu)
-  auto worker = [&] {
-    while (true) {
-      const std::size_t job = next.fetch_add(1);
-      if (job >= jobs) return;
-      const std::size_t p = job / options.seeds.size();
-      const std::size_t s = job % options.seeds.size();
-      ReplayOptions ro;
-      ro.seed = options.seeds[s];
-      ro.workload = workload;
-      ro.measureFragmentation = options.measureFragmentation;
-      ro.progress = options.progress ? &options.progress->done : nullptr;
-      const auto start = Clock::now();
-      ReplayResult result;
-      try {
-        if (scorers[p]) {
-          result = replay(scenario, orders[s], *scorers[p], ro);
-        } else {
-          const int points[] = {100};  // each plan is costly; the tables read 100 % arrived
-          ReplayOptions quiet = ro;
-          quiet.progress = nullptr;
-          quiet.measureFragmentation = false;
-          result = hindsightReplay(scenario, orders[s], points, hindsightScorer.get(), quiet);
-          if (ro.progress) ro.progress->fetch_add(orders[s].size());
-        }
-      } catch (const std::exception& e) {  // e.g. out of memory: fail the run, not the process
-        std::lock_guard<std::mutex> lock(errorMu);
-        if (error.empty())
-          error =
-              options.policies[p] + ", seed " + std::to_string(options.seeds[s]) + ": " + e.what();
-        next = jobs;
-        return;
-      }
-      RunReport& run = report.policies[p].runs[s];
-      run.seconds = secondsSince(start);
-      run.seed = options.seeds[s];
-      run.pods = orders[s].size();
-      run.placed = result.placed;
-      run.failed = result.failed;
-      run.arrivedGpus = result.events.empty() ? 0 : result.events.back().arrived;
-      run.allocatedGpus = result.events.empty() ? 0 : result.events.back().allocated;
-      run.curve = curveOf(result.events, capacity, maxPercent, options.step);
-      if (options.progress) options.progress->runsDone.fetch_add(1);
-    }
-  };
-  unsigned threads = options.threads ? options.threads : std::thread::hardware_concurrency();
-  threads = static_cast<unsigned>(std::clamp<std::size_t>(threads ? threads : 1, 1, jobs));
+  const JobContext context{scenario,
+                           options,
+                           workload,
+                           *scorers,
+                           hindsightScorer.get(),
+                           *orders,
+                           capacity,
+                           static_cast<int>(std::ceil(options.load * 100.0 - 1e-9))};
+  JobQueue queue(context, report, jobs);
+  const unsigned threads = threadCount(options.threads, jobs);
   const auto start = Clock::now();
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back([&queue] { queue.work(); });
+  queue.work();
   for (auto& t : pool) t.join();
-  if (!error.empty()) return R::failure(error);
+  if (!queue.error().empty()) return R::failure(queue.error());
   report.seconds = secondsSince(start);
   report.threads = threads;
   summarize(report);
