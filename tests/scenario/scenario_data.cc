@@ -7,6 +7,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "gpufair/common/labels.h"
+
 namespace gpufair::scenario {
 namespace {
 
@@ -111,7 +113,7 @@ policy::Pod podOf(const YAML::Node& n, Timestamp now) {
   if (n["models"]) pod.gpuModels = strings(n["models"]);
   if (n["cpu"]) pod.cpuMilli = milli(n["cpu"]);
   if (n["memoryGi"]) pod.memoryBytes = gibibytes(n["memoryGi"]);
-  if (n["queue"]) pod.labels[policy::kQueueLabel] = n["queue"].as<std::string>();
+  if (n["queue"]) pod.labels[kQueueLabel] = n["queue"].as<std::string>();
   if (n["node"]) {
     pod.nodeName = n["node"].as<std::string>();
     pod.phase = policy::PodPhase::kRunning;
@@ -119,15 +121,14 @@ policy::Pod podOf(const YAML::Node& n, Timestamp now) {
   if (n["phase"]) pod.phase = policy::parsePhase(n["phase"].as<std::string>());
   if (n["overQuota"].as<bool>(false)) {
     pod.overQuota = true;
-    pod.labels[policy::kOverQuotaLabel] = "true";
+    pod.labels[kOverQuotaLabel] = "true";
   }
   pod.terminating = n["terminating"].as<bool>(false);
   if (n["startedAgo"]) pod.started = now - duration(n["startedAgo"]);
   if (n["createdAgo"]) pod.created = now - duration(n["createdAgo"]);
   if (n["gang"]) {
-    pod.labels[policy::kGangLabel] = n["gang"].as<std::string>();
-    if (n["gangSize"])
-      pod.annotations[policy::kGangSizeAnnotation] = n["gangSize"].as<std::string>();
+    pod.labels[kGangLabel] = n["gang"].as<std::string>();
+    if (n["gangSize"]) pod.annotations[kGangSizeAnnotation] = n["gangSize"].as<std::string>();
     policy::applyGangLabels(pod);
   }
   return pod;

@@ -99,7 +99,8 @@ std::vector<std::string_view> allNodes(const policy::ClusterSnapshot& snap) {
 
 void checkVerdicts(const std::vector<policy::NodeVerdict>& verdicts,
                    const std::map<std::string, std::string>& want, const char* what) {
-  for (const auto& [node, reason] : want) {
+  for (const auto& [wantNode, reason] : want) {
+    const std::string& node = wantNode;  // clang 14 cannot capture a structured binding
     auto it = std::find_if(verdicts.begin(), verdicts.end(),
                            [&](const auto& v) { return v.node == node; });
     ASSERT_NE(it, verdicts.end()) << "node " << node << " is not " << what;
@@ -137,7 +138,8 @@ std::string runPrioritize(const policy::ClusterSnapshot& snap, const policy::Pod
   EXPECT_NE(scorer, nullptr) << "unknown scorer " << step.scorer;
   if (!scorer || feasible.empty()) return "";
   const auto scores = policy::prioritize(snap, pod, feasible, *scorer);
-  for (const auto& [node, score] : step.expect.scores) {
+  for (const auto& [scoredNode, score] : step.expect.scores) {
+    const std::string& node = scoredNode;  // clang 14 cannot capture a structured binding
     auto it = std::find_if(scores.begin(), scores.end(), [&](auto& s) { return s.node == node; });
     if (it == scores.end()) {
       ADD_FAILURE() << "node " << node << " was not scored";
