@@ -167,7 +167,8 @@ void runPreempt(const policy::ClusterSnapshot& snap, const policy::Pod& pod, con
     for (const auto& k : keys) want[node].push_back(uidOf(k));
   }
   EXPECT_EQ(kept, want);
-  for (const auto& [node, reason] : step.expect.dropped) {
+  for (const auto& [droppedNode, reason] : step.expect.dropped) {
+    const std::string& node = droppedNode;  // clang 14 cannot capture a structured binding
     auto it = std::find_if(plan.dropped.begin(), plan.dropped.end(),
                            [&](const auto& d) { return d.node == node; });
     ASSERT_NE(it, plan.dropped.end()) << "node " << node << " was not dropped";
