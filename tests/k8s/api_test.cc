@@ -254,8 +254,8 @@ TEST_F(ApiTest, InvalidUtf8InAMessageIsReplacedNotThrown) {
 }
 
 TEST_F(ApiTest, AnEventWithoutActionOrReasonIsRefusedBeforeItIsSent) {
+  EXPECT_CALL(client_, send(_)).Times(0);  // nothing may be sent
   for (auto [reason, action] : {std::pair{"Odd", ""}, std::pair{"", "Testing"}}) {
-    request_ = {};
     EventSpec event;
     event.object = {"Pod", "v1", "team-a", "train-1", "uid-1", ""};
     event.reason = reason;
@@ -263,7 +263,6 @@ TEST_F(ApiTest, AnEventWithoutActionOrReasonIsRefusedBeforeItIsSent) {
     auto name = createEvent(client_, event);
     ASSERT_FALSE(name.ok());
     EXPECT_THAT(name.error(), HasSubstr("without reason and action"));
-    EXPECT_TRUE(request_.method.empty()) << "nothing may be sent";
   }
 }
 
