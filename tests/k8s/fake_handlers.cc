@@ -129,8 +129,8 @@ HttpResponse bind(FakeApiServer::State& state, const ResourcePath& where,
                   const HttpRequest& request) {
   auto body = parseBody(request);
   if (!body) return badBody();
+  // An empty target is refused by validateBinding, as kube-apiserver's ValidatePodBinding does.
   auto node = body->value("/target/name"_json_pointer, std::string());
-  if (node.empty()) return statusResponse(400, "BadRequest", "target.name: Required value");
   ResourcePath pod = where;
   pod.subresource.clear();
   auto result = state.store.mutate(pod, [&](json& object) {
