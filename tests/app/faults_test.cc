@@ -13,6 +13,7 @@
 
 #include "k8s/fake_apiserver.h"
 #include "k8s/fake_wait.h"
+#include "kube_fixture.h"
 #include "kube_source.h"
 
 namespace gpufair::app {
@@ -74,11 +75,7 @@ class FaultsTest : public ::testing::Test {
   void SetUp() override {
     fake = std::make_unique<k8s::fake::FakeApiServer>();
     fake->start();
-    kubeconfig = ::testing::TempDir() + "gpufair-faults-" + std::to_string(fake->port());
-    std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-                              << "clusters:\n- name: f\n  cluster:\n    server: " << fake->url()
-                              << "\ncontexts:\n- name: t\n  context: {cluster: f, user: u}\n"
-                              << "users:\n- name: u\n  user: {token: x}\n";
+    kubeconfig = testsupport::writeKubeconfig(*fake, "faults", "x");
     for (int i = 0; i < 4; ++i) fake->create("/api/v1/nodes", k8s::fake::makeNode(node(i), 8));
     fake->create("/api/v1/namespaces/gpufair-system/configmaps", quotaMap(kQuotas));
   }
@@ -94,15 +91,7 @@ class FaultsTest : public ::testing::Test {
               {"labels", {{"gpufair.io/quota-config", "true"}}}}},
             {"data", {{"queues.yaml", queues}}}};
   }
-  KubeSettings settings() const {
-    KubeSettings s;
-    s.kubeconfig = kubeconfig;
-    s.ns = "gpufair-system";
-    s.leaseDuration = 3s;
-    s.renewDeadline = 2s;
-    s.retryPeriod = 1s;
-    return s;
-  }
+  KubeSettings settings() const { return testsupport::testSettings(kubeconfig); }
   std::unique_ptr<Replica> startReplica() {
     auto replica = std::make_unique<Replica>(settings());
     EXPECT_TRUE(waitUntil([&] { return replica->kube->consistent().isOk(); }, 20s));

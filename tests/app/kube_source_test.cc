@@ -15,6 +15,7 @@
 
 #include "k8s/fake_apiserver.h"
 #include "k8s/fake_wait.h"
+#include "kube_fixture.h"
 
 namespace gpufair::app {
 namespace {
@@ -55,11 +56,7 @@ class KubeSourceTest : public ::testing::Test {
     options.tokens = {"secret-token"};
     fake = std::make_unique<k8s::fake::FakeApiServer>(options);
     fake->start();
-    kubeconfig = ::testing::TempDir() + "gpufair-kubeconfig-" + std::to_string(fake->port());
-    std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
-                              << "clusters:\n- name: fake\n  cluster:\n    server: " << fake->url()
-                              << "\ncontexts:\n- name: test\n  context: {cluster: fake, user: u}\n"
-                              << "users:\n- name: u\n  user: {token: secret-token}\n";
+    kubeconfig = testsupport::writeKubeconfig(*fake, "kubeconfig", "secret-token");
     fake->create("/api/v1/nodes", k8s::fake::makeNode("n1", 8));
     fake->create("/api/v1/namespaces/team-a/pods", gpuPod("team-a", "running", 2, "n1"));
     fake->create("/api/v1/namespaces/gpufair-system/configmaps",
@@ -68,15 +65,7 @@ class KubeSourceTest : public ::testing::Test {
   }
   void TearDown() override { std::remove(kubeconfig.c_str()); }
 
-  KubeSettings settings() const {
-    KubeSettings s;
-    s.kubeconfig = kubeconfig;
-    s.ns = "gpufair-system";
-    s.leaseDuration = 3s;
-    s.renewDeadline = 2s;
-    s.retryPeriod = 1s;
-    return s;
-  }
+  KubeSettings settings() const { return testsupport::testSettings(kubeconfig); }
 
   std::unique_ptr<k8s::fake::FakeApiServer> fake;
   std::string kubeconfig;

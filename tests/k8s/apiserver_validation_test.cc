@@ -7,6 +7,7 @@
 #include "gpufair/k8s/events.h"
 
 #include "k8s/fake_apiserver.h"
+#include "k8s/fake_client.h"
 #include "k8s/fake_validation.h"
 #include "testing/builders.h"
 
@@ -20,11 +21,7 @@ class FakeValidationTest : public ::testing::Test {
  protected:
   FakeValidationTest() {
     fake_.start();
-    ClientConfig config;
-    config.server = fake_.url();
-    auto client = makeKubeClient(config);
-    EXPECT_TRUE(client.ok()) << client.error();
-    if (client) client_ = client.value();
+    client_ = fake::clientOf(fake_);
     fake_.create("/api/v1/namespaces/team-a/pods", fake::makePod("team-a", "train-1"));
   }
   ApiResponse send(const std::string& method, const std::string& path, const json& body,

@@ -7,6 +7,7 @@
 #include "gpufair/state/mirror.h"
 
 #include "k8s/fake_apiserver.h"
+#include "k8s/fake_client.h"
 #include "k8s/mock_client.h"
 #include "testing/builders.h"
 
@@ -236,11 +237,7 @@ class AgainstFakeApiServer : public ::testing::Test {
  protected:
   AgainstFakeApiServer() {
     fake_.start();
-    ClientConfig config;
-    config.server = fake_.url();
-    auto client = makeKubeClient(config);
-    EXPECT_TRUE(client.ok()) << client.error();
-    if (client) client_ = client.value();
+    client_ = fake::clientOf(fake_);
   }
   policy::Pod createPod(const std::string& name) {
     auto created = fake_.create("/api/v1/namespaces/team-a/pods", fake::makePod("team-a", name));

@@ -9,6 +9,7 @@
 #include "gpufair/k8s/leader.h"
 
 #include "k8s/fake_apiserver.h"
+#include "k8s/fake_client.h"
 #include "testing/builders.h"
 
 namespace gpufair::k8s {
@@ -26,11 +27,7 @@ class LeaderFollowTest : public ::testing::Test {
  protected:
   LeaderFollowTest() {
     fake_.start();
-    ClientConfig config;
-    config.server = fake_.url();
-    auto client = makeKubeClient(config);
-    EXPECT_TRUE(client.ok()) << client.error();
-    if (client) client_ = client.value();
+    client_ = fake::clientOf(fake_);
   }
   std::unique_ptr<LeaderElector> follower(const std::string& host) {
     LeaderElectorOptions options;

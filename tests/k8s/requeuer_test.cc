@@ -9,6 +9,7 @@
 #include "gpufair/state/mirror.h"
 
 #include "k8s/fake_apiserver.h"
+#include "k8s/fake_client.h"
 #include "testing/builders.h"
 
 namespace gpufair::k8s {
@@ -22,11 +23,7 @@ class RequeuerTest : public ::testing::Test {
  protected:
   RequeuerTest() {
     fake_.start();
-    ClientConfig config;
-    config.server = fake_.url();
-    auto client = makeKubeClient(config);
-    EXPECT_TRUE(client.ok()) << client.error();
-    if (client) client_ = client.value();
+    client_ = fake::clientOf(fake_);
     mirror_.upsertNode(MakeNode("node-1").gpus(8));
   }
   // A pod both in the API server and in the mirror, as the watch would have it.

@@ -1,0 +1,40 @@
+// What the app tests that run KubeSource against the fake API server share: a kubeconfig file
+// pointing at it, and KubeSettings with short leases.
+#pragma once
+
+#include <chrono>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "k8s/fake_apiserver.h"
+#include "serve_config.h"
+
+namespace gpufair::app::testsupport {
+
+// Writes a kubeconfig (token user) for `server` into the test's temporary directory.
+inline std::string writeKubeconfig(const k8s::fake::FakeApiServer& server, const std::string& name,
+                                   const std::string& token) {
+  const std::string path =
+      ::testing::TempDir() + "gpufair-" + name + "-" + std::to_string(server.port());
+  std::ofstream(path) << "apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+                      << "clusters:\n- name: fake\n  cluster:\n    server: " << server.url()
+                      << "\ncontexts:\n- name: test\n  context: {cluster: fake, user: u}\n"
+                      << "users:\n- name: u\n  user: {token: " << token << "}\n";
+  return path;
+}
+
+// gpufair-system, leases of 3 s (renew deadline 2 s, retry 1 s) so that tests run quickly.
+inline KubeSettings testSettings(const std::string& kubeconfig) {
+  using namespace std::chrono_literals;
+  KubeSettings s;
+  s.kubeconfig = kubeconfig;
+  s.ns = "gpufair-system";
+  s.leaseDuration = 3s;
+  s.renewDeadline = 2s;
+  s.retryPeriod = 1s;
+  return s;
+}
+
+}  // namespace gpufair::app::testsupport
