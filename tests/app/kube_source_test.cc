@@ -13,6 +13,7 @@
 #include "gpufair/api/extender_service.h"
 #include "gpufair/policy/scorer.h"
 
+#include "captured_logs.h"
 #include "k8s/fake_apiserver.h"
 #include "k8s/fake_wait.h"
 #include "kube_fixture.h"
@@ -169,6 +170,28 @@ TEST_F(KubeSourceTest, ServesFromTheApiServerAndBindsThere) {
   auto lease = fake->get("/apis/coordination.k8s.io/v1/namespaces/gpufair-system/leases/gpufair");
   ASSERT_TRUE(lease.has_value());
   EXPECT_EQ((*lease)["spec"].value("holderIdentity", ""), "");
+}
+
+// The log says what gpufair waits for until the first lists are complete, then what it found.
+TEST_F(KubeSourceTest, TheLogSaysWhatTheFirstCompleteListsFound) {
+  testsupport::CapturedLogs logs;
+  auto created = KubeSource::create(settings(), mirror, std::make_shared<SystemClock>());
+  ASSERT_TRUE(created.ok()) << created.error();
+  KubeSource& kube = **created;
+  kube.tick();  // nothing listed yet: no summary of an empty cluster
+  EXPECT_EQ(logs.text().find("first lists complete"), std::string::npos);
+  kube.start();
+  ASSERT_TRUE(k8s::fake::waitUntil([&] { return kube.consistent().isOk(); }, 10s))
+      << kube.consistent().reason();
+  kube.tick();
+  kube.tick();  // said once
+  const std::string text = logs.text();
+  const auto first = text.find(
+      "first lists complete: 1 nodes, 8 GPUs (6 free), 1 pods using or "
+      "wanting GPUs, 2 queues; deciding from now on");
+  EXPECT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(text.find("first lists complete", first + 1), std::string::npos);
+  kube.stop();
 }
 
 TEST_F(KubeSourceTest, UnusableKubeconfigIsAClearError) {
