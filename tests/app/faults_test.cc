@@ -73,6 +73,7 @@ struct Replica {
 class FaultsTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    testsupport::initLoggingBeforeThreads();
     fake = std::make_unique<k8s::fake::FakeApiServer>();
     fake->start();
     kubeconfig = testsupport::writeKubeconfig(*fake, "faults", "x");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include "k8s/fake_apiserver.h"
 #include "serve_config.h"
@@ -23,6 +24,13 @@ inline std::string writeKubeconfig(const k8s::fake::FakeApiServer& server, const
                       << "\ncontexts:\n- name: test\n  context: {cluster: fake, user: u}\n"
                       << "users:\n- name: u\n  user: {token: " << token << "}\n";
   return path;
+}
+
+// Builds spdlog's registry (default logger, sink, formatter) on the calling thread. serve's main()
+// logs before it starts any thread; a test that starts KubeSource's threads first would have them
+// race to build it, behind a static guard inside libspdlog that ThreadSanitizer cannot see.
+inline void initLoggingBeforeThreads() {
+  spdlog::default_logger();
 }
 
 // gpufair-system, leases of 3 s (renew deadline 2 s, retry 1 s) so that tests run quickly.

@@ -53,6 +53,7 @@ json quotaConfigMap(const std::string& queuesYaml) {
 class KubeSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    testsupport::initLoggingBeforeThreads();
     k8s::fake::FakeApiServerOptions options;
     options.tokens = {"secret-token"};
     fake = std::make_unique<k8s::fake::FakeApiServer>(options);
