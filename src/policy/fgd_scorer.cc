@@ -12,6 +12,8 @@
 #include "gpufair/policy/fragmentation.h"
 #include "gpufair/policy/scorer.h"
 
+#include "fgd_support.h"
+
 namespace gpufair::policy {
 namespace {
 
@@ -22,9 +24,7 @@ struct PlusTuning {
   bool quantize = true;       // the paper's whole 0..100 score
 };
 
-double paperScore(double deltaMilli) {
-  return std::floor(100.0 / (1.0 + std::exp(deltaMilli / 1000.0)));
-}
+using detail::paperScore;
 // Chosen on openb replays (default and gpushare40 traces, 3 seeds, pods until arrivals reach the
 // cluster's capacity): a fresh node costs as much as 0.3 GPU of fragmentation growth, and among
 // equal growth the node left fuller wins (the weight is too small to outvote any real growth).
@@ -63,17 +63,12 @@ class FgdScorer final : public Scorer {
 
   int chooseGpu(const ClusterSnapshot& snapshot, const Pod& pod,
                 const NodeState& node) const override {
-    if (!pod.isFractional()) return -1;
-    int chosen = -1;
-    fragmentationDelta(node, pod, target(snapshot, pod), snapshot.fitOptions(), -1, &chosen);
-    return chosen;
+    return detail::fgdChooseGpu(workload_, snapshot, pod, node);
   }
 
  private:
   WorkloadPtr target(const ClusterSnapshot& snapshot, const Pod& pod) const {
-    if (workload_ && !workload_->empty()) return workload_;
-    if (snapshot.workload() && !snapshot.workload()->empty()) return snapshot.workload();
-    return std::make_shared<const Workload>(std::vector<WeightedShape>{{PodShape::of(pod), 1.0}});
+    return detail::fgdTarget(workload_, snapshot, pod);
   }
 
   WorkloadPtr workload_;
@@ -91,4 +86,22 @@ ScorerPtr makeFgdPlusScorer(WorkloadPtr workload) {
   return std::make_unique<FgdScorer>(std::move(workload), "fgdplus", kPlus);
 }
 
+namespace detail {
+
+WorkloadPtr fgdTarget(const WorkloadPtr& fixed, const ClusterSnapshot& snapshot, const Pod& pod) {
+  if (fixed && !fixed->empty()) return fixed;
+  if (snapshot.workload() && !snapshot.workload()->empty()) return snapshot.workload();
+  return std::make_shared<const Workload>(std::vector<WeightedShape>{{PodShape::of(pod), 1.0}});
+}
+
+int fgdChooseGpu(const WorkloadPtr& fixed, const ClusterSnapshot& snapshot, const Pod& pod,
+                 const NodeState& node) {
+  if (!pod.isFractional()) return -1;
+  int chosen = -1;
+  fragmentationDelta(node, pod, fgdTarget(fixed, snapshot, pod), snapshot.fitOptions(), -1,
+                     &chosen);
+  return chosen;
+}
+
+}  // namespace detail
 }  // namespace gpufair::policy

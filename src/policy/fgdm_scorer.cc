@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fgd_support.h"
+
 namespace gpufair::policy {
 namespace {
 
-double paperScore(double deltaMilli) {
-  return std::floor(100.0 / (1.0 + std::exp(deltaMilli / 1000.0)));
-}
+using detail::paperScore;
 
 class FgdmScorer final : public Scorer {
  public:
@@ -43,17 +43,12 @@ class FgdmScorer final : public Scorer {
 
   int chooseGpu(const ClusterSnapshot& snapshot, const Pod& pod,
                 const NodeState& node) const override {
-    if (!pod.isFractional()) return -1;
-    int chosen = -1;
-    fragmentationDelta(node, pod, target(snapshot, pod), snapshot.fitOptions(), -1, &chosen);
-    return chosen;
+    return detail::fgdChooseGpu(workload_, snapshot, pod, node);
   }
 
  private:
   WorkloadPtr target(const ClusterSnapshot& snapshot, const Pod& pod) const {
-    if (workload_ && !workload_->empty()) return workload_;
-    if (snapshot.workload() && !snapshot.workload()->empty()) return snapshot.workload();
-    return std::make_shared<const Workload>(std::vector<WeightedShape>{{PodShape::of(pod), 1.0}});
+    return detail::fgdTarget(workload_, snapshot, pod);
   }
 
   WorkloadPtr workload_;
