@@ -98,7 +98,9 @@ TEST_F(FilterModeTest, ReservedNodesWinInEveryMode) {
     const json reply = filter(mode, podJson("team-a", "held", "uid-held", 2));
     ASSERT_FALSE(reply.at("NodeNames").empty());
     EXPECT_EQ(reply.at("NodeNames")[0], "gpu-node-1");
-    if (mode.keep == 1) EXPECT_EQ(reply.at("NodeNames").size(), 1u);
+    if (mode.keep == 1) {
+      EXPECT_EQ(reply.at("NodeNames").size(), 1u);
+    }
   }
   // Another pod does not get the held GPUs: on gpu-node-1 only 6 remain for it, 2 on gpu-node-2.
   const json other = filter(FilterMode{1}, podJson("team-a", "other", "uid-other", 2));

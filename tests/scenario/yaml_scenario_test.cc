@@ -174,7 +174,9 @@ void runPreempt(const policy::ClusterSnapshot& snap, const policy::Pod& pod, con
     ASSERT_NE(it, plan.dropped.end()) << "node " << node << " was not dropped";
     EXPECT_NE(it->reason.find(reason), std::string::npos) << it->reason;
   }
-  if (step.expect.borrowing) EXPECT_EQ(plan.preemptorBorrowing, *step.expect.borrowing);
+  if (step.expect.borrowing) {
+    EXPECT_EQ(plan.preemptorBorrowing, *step.expect.borrowing);
+  }
 }
 
 void runReclaim(const Scenario& sc, const policy::ClusterSnapshot& snap, const policy::Pod& pod,
@@ -184,8 +186,12 @@ void runReclaim(const Scenario& sc, const policy::ClusterSnapshot& snap, const p
   for (const auto& k : step.spared) options.spared.insert(uidOf(k));
   const policy::ReclaimOutcome out = policy::planReclaim(snap, pod, options);
   const Expect& want = step.expect;
-  if (want.kind) EXPECT_EQ(policy::reclaimKindName(out.kind), *want.kind) << out.reason;
-  if (want.reason) EXPECT_NE(out.reason.find(*want.reason), std::string::npos) << out.reason;
+  if (want.kind) {
+    EXPECT_EQ(policy::reclaimKindName(out.kind), *want.kind) << out.reason;
+  }
+  if (want.reason) {
+    EXPECT_NE(out.reason.find(*want.reason), std::string::npos) << out.reason;
+  }
   if (want.node) {
     ASSERT_TRUE(out.plan.has_value()) << out.reason;
     EXPECT_EQ(out.plan->node, *want.node);
@@ -232,8 +238,12 @@ TEST_P(YamlScenario, Runs) {
     } else if (step.verb == "prioritize" || step.verb == "place") {
       const std::string best =
           runPrioritize(*snap, pod, step, runFilter(*snap, pod, nodes, step.expect));
-      if (step.expect.best) EXPECT_EQ(best, *step.expect.best);
-      if (step.expect.node) EXPECT_EQ(best, *step.expect.node);
+      if (step.expect.best) {
+        EXPECT_EQ(best, *step.expect.best);
+      }
+      if (step.expect.node) {
+        EXPECT_EQ(best, *step.expect.node);
+      }
       if (step.verb == "place" && !best.empty()) {
         const auto scorer = policy::makeScorer(step.scorer);
         const policy::NodeState* node = snap->findNode(best);
