@@ -1,5 +1,4 @@
 // The four extender verbs of ExtenderService.
-#include <algorithm>
 #include <charconv>
 
 #include <spdlog/spdlog.h>
