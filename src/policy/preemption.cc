@@ -121,8 +121,11 @@ class Planner {
     for (const Victim& v : victims) {
       if (v.kept && v.kind == Kind::kUnknown && v.ptr != nullptr) log_.removePod(*v.ptr);
     }
-    // The node without the kept victims (its reservations are not considered here).
-    const NodeState after(node.node(), log_.podsOn(index), node.generation());
+    // The node without the kept victims, with its reservations: GPUs held for another pod or gang
+    // are not the preemptor's even once the victims are gone.
+    const NodeState after(
+        node.node(), log_.podsOn(index), node.generation(),
+        std::vector<Reservation>(node.reservations().begin(), node.reservations().end()));
     const std::string protectedNote =
         protectedVictim == nullptr
             ? std::string()

@@ -229,6 +229,31 @@ TEST(Preemption, EachNodeStartsFromTheSnapshot) {
   EXPECT_EQ(plan.nodes[1].podUids, std::vector<std::string>{uid("team-x", "x2")});
 }
 
+// GPUs reserved on the node for another holder stay out of reach after the evictions (n1: 6 of 8
+// reserved for team-z, so evicting x1 leaves 2 for a 4-GPU pod): evicting
+// there would free GPUs the preemptor cannot take, so the node is dropped with the reason.
+TEST(Preemption, ReservationForAnotherHolderKeepsNodeOut) {
+  const Pod preemptor = MakePod("team-y", "p").gpus(4);
+  const std::vector<Reservation> held{
+      {"n1", 6000, "uid-team-z-waiting", "team-z", "reclaim", "team-z/waiting"}};
+  auto snap = testing::snapshotOf({MakeNode("n1").gpus(8), MakeNode("n2").gpus(8)},
+                                  {MakePod("team-x", "x1").gpus(4).on("n1").overQuota(),
+                                   MakePod("team-x", "x2").gpus(4).on("n2").overQuota(), preemptor},
+                                  {MakeQueue("team-x").deserved(0), MakeQueue("team-y").deserved(8),
+                                   MakeQueue("team-z").deserved(8)},
+                                  {}, held);
+  const Pod p = testing::resolved(*snap, preemptor);
+  std::vector<NodeVictims> proposed{{"n1", {uid("team-x", "x1")}, 0},
+                                    {"n2", {uid("team-x", "x2")}, 0}};
+  const PreemptionPlan plan = planPreemption(*snap, p, proposed);
+  ASSERT_EQ(plan.nodes.size(), 1u);
+  EXPECT_EQ(plan.nodes[0].node, "n2");
+  ASSERT_EQ(plan.dropped.size(), 1u);
+  EXPECT_EQ(plan.dropped[0].node, "n1");
+  EXPECT_NE(plan.dropped[0].reason.find("would not fit after the evictions"), std::string::npos)
+      << plan.dropped[0].reason;
+}
+
 TEST(Preemption, UnknownPreemptorQueueDropsEveryNode) {
   auto snap =
       testing::snapshotOf({MakeNode("n1").gpus(4)}, {MakePod("team-x", "x1").gpus(4).on("n1")},
