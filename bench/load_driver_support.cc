@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -127,6 +128,7 @@ GpufairChild::GpufairChild(const std::string& binary, const std::vector<std::str
   pid_ = ::fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the driver gone (crash, kill): so is its fake API server
     ::dup2(stdoutFd_, STDOUT_FILENO);
     ::dup2(stdoutFd_, STDERR_FILENO);
     std::vector<char*> raw;
