@@ -149,95 +149,6 @@ std::string writeKubeconfig(const k8s::fake::FakeApiServer& api, const std::stri
   return path;
 }
 
-// One pod's timings, in microseconds, filled by the scheduling loop and the binder.
-struct PodTiming {
-  double filter = 0;
-  double prioritize = 0;
-  double bind = 0;
-  bool prioritized = false;
-  bool bound = false;
-};
-
-struct BindJob {
-  int pod;
-  int node;
-  std::string body;
-};
-
-// kube-scheduler's binding goroutines: POST /bind on a pool of workers.
-class Binders {
- public:
-  Binders(std::uint16_t port, int workers, std::vector<PodTiming>& timings,
-          std::vector<int>& freeGpus, std::mutex& freeMu)
-      : timings_(timings), freeGpus_(freeGpus), freeMu_(freeMu) {
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this, port] { work(port); });
-  }
-  ~Binders() { finish(); }
-
-  void submit(BindJob job) {
-    std::lock_guard lock(mu_);
-    queue_.push_back(std::move(job));
-    cv_.notify_one();
-  }
-  void finish() {
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-      cv_.notify_all();
-    }
-    for (auto& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  std::atomic<int> failures{0};
-  std::string firstError;
-
- private:
-  void work(std::uint16_t port) {
-    KeepAliveClient client(port);
-    simdjson::dom::parser parser;
-    for (;;) {
-      BindJob job;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        job = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      const auto start = Clock::now();
-      HttpAnswer answer = client.post("/bind", job.body);
-      timings_[job.pod].bind =
-          std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-      std::string_view error = answer.error;
-      simdjson::dom::element doc;
-      if (answer.status == 200 && !parser.parse(answer.body).get(doc)) {
-        std::string_view e;
-        if (!doc["Error"].get(e)) error = e;
-      } else if (error.empty()) {
-        error = "HTTP " + std::to_string(answer.status);
-      }
-      if (error.empty()) {
-        timings_[job.pod].bound = true;
-        continue;
-      }
-      ++failures;
-      std::lock_guard lock(freeMu_);
-      ++freeGpus_[job.node];  // kube-scheduler forgets the assumed pod
-      if (firstError.empty()) firstError = std::string(error);
-    }
-  }
-
-  std::vector<PodTiming>& timings_;
-  std::vector<int>& freeGpus_;
-  std::mutex& freeMu_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<BindJob> queue_;
-  bool done_ = false;
-  std::vector<std::thread> threads_;
-};
-
 std::string namesJson(const std::vector<int>& nodes) {
   std::string out = "[";
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -351,22 +262,23 @@ int run(const Options& o) {
   std::mutex freeMu;
   RunTotals totals;
   simdjson::dom::parser parser;
+  std::vector<std::string> uids;
+  for (const auto& pod : pods) uids.push_back(json::parse(pod)["metadata"]["uid"]);
   const auto start = Clock::now();
   {
     Binders binders(port, o.bindWorkers, timings, freeGpus, freeMu);
     for (int i = 0; i < o.pods; ++i) {
       const int node = schedulePod(client, parser, pods[i], freeGpus, freeMu, timings[i], totals);
       if (node < 0) continue;
-      const std::string uid = json::parse(pods[i])["metadata"]["uid"].get<std::string>();
       binders.submit({i, node,
                       "{\"PodName\":\"p-" + std::to_string(i) +
-                          "\",\"PodNamespace\":\"bench\",\"PodUID\":\"" + uid + "\",\"Node\":\"" +
-                          nodeName(node) + "\"}"});
+                          "\",\"PodNamespace\":\"bench\",\"PodUID\":\"" + uids[i] +
+                          "\",\"Node\":\"" + nodeName(node) + "\"}"});
     }
     binders.finish();
-    if (binders.failures > 0) {
-      std::fprintf(stderr, "load_driver: %d binds failed, first: %s\n", binders.failures.load(),
-                   binders.firstError.c_str());
+    if (binders.failures() > 0) {
+      std::fprintf(stderr, "load_driver: %d binds failed, first: %s\n", binders.failures(),
+                   binders.firstError().c_str());
     }
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();

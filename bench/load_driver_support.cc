@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <fcntl.h>
 #include <signal.h>
+#include <simdjson.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -168,6 +169,73 @@ std::uint16_t GpufairChild::waitForPort(std::chrono::seconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   throw std::runtime_error("gpufair named no webhook port in time; see " + logFile_);
+}
+
+Binders::Binders(std::uint16_t port, int workers, std::vector<PodTiming>& timings,
+                 std::vector<int>& freeGpus, std::mutex& freeMu)
+    : timings_(timings), freeGpus_(freeGpus), freeMu_(freeMu) {
+  for (int i = 0; i < workers; ++i) threads_.emplace_back([this, port] { work(port); });
+}
+
+Binders::~Binders() {
+  finish();
+}
+
+void Binders::submit(BindJob job) {
+  std::lock_guard lock(mu_);
+  queue_.push_back(std::move(job));
+  cv_.notify_one();
+}
+
+void Binders::finish() {
+  {
+    std::lock_guard lock(mu_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+std::string Binders::firstError() const {
+  std::lock_guard lock(freeMu_);
+  return firstError_;
+}
+
+void Binders::work(std::uint16_t port) {
+  KeepAliveClient client(port);
+  simdjson::dom::parser parser;
+  for (;;) {
+    BindJob job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return done_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    HttpAnswer answer = client.post("/bind", job.body);
+    timings_[job.pod].bind =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+    std::string error = answer.error;
+    simdjson::dom::element doc;
+    if (answer.status == 200 && !parser.parse(answer.body).get(doc)) {
+      std::string_view e;
+      if (!doc["Error"].get(e)) error = std::string(e);
+    } else if (error.empty()) {
+      error = "HTTP " + std::to_string(answer.status);
+    }
+    if (error.empty()) {
+      timings_[job.pod].bound = true;
+      continue;
+    }
+    ++failures_;
+    std::lock_guard lock(freeMu_);
+    ++freeGpus_[job.node];
+    if (firstError_.empty()) firstError_ = error;
+  }
 }
 
 double quantile(std::vector<double>& values, double q) {

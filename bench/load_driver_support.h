@@ -1,15 +1,20 @@
 // What the load driver (load_driver.cc) needs besides its scheduling loop: a keep-alive HTTP/1.1
 // client (one connection, as kube-scheduler's Go transport reuses one per goroutine), the gpufair
 // child process (started, its webhook port read from its start-up banner, its CPU time and
-// resident memory read from /proc, stopped), and percentiles.
+// resident memory read from /proc, stopped), kube-scheduler's binding workers, and percentiles.
 // Thread-safety: a KeepAliveClient belongs to one thread; GpufairChild is used from the main
-// thread only.
+// thread only; Binders says its own below.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sys/types.h>
@@ -67,6 +72,54 @@ class GpufairChild {
   pid_t pid_ = -1;
   int stdoutFd_ = -1;
   std::string logFile_;
+};
+
+// One pod's timings, in microseconds, filled by the scheduling loop and the binder.
+struct PodTiming {
+  double filter = 0;
+  double prioritize = 0;
+  double bind = 0;
+  bool prioritized = false;
+  bool bound = false;
+};
+
+struct BindJob {
+  int pod = 0;
+  int node = 0;
+  std::string body;  // ExtenderBindingArgs
+};
+
+// kube-scheduler's binding goroutines: POST /bind on a pool of workers, each on its own keep-alive
+// connection. A failed bind gives the pod's GPU back to `freeGpus` (kube-scheduler forgets the
+// assumed pod). Thread-safety: submit() and finish() from one thread; the workers write
+// timings[job.pod] (one job per pod) and freeGpus under freeMu.
+class Binders {
+ public:
+  Binders(std::uint16_t port, int workers, std::vector<PodTiming>& timings,
+          std::vector<int>& freeGpus, std::mutex& freeMu);
+  ~Binders();
+  Binders(const Binders&) = delete;
+  Binders& operator=(const Binders&) = delete;
+
+  void submit(BindJob job);
+  // Waits until every job submitted is done and the workers have ended.
+  void finish();
+  int failures() const { return failures_.load(); }
+  std::string firstError() const;
+
+ private:
+  void work(std::uint16_t port);
+
+  std::vector<PodTiming>& timings_;
+  std::vector<int>& freeGpus_;
+  std::mutex& freeMu_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<BindJob> queue_;  // GUARDED_BY(mu_)
+  bool done_ = false;          // GUARDED_BY(mu_)
+  std::string firstError_;     // GUARDED_BY(freeMu_)
+  std::atomic<int> failures_{0};
+  std::vector<std::thread> threads_;
 };
 
 // The q-quantile (0..1) of `values` (sorted in place); 0 when empty.
