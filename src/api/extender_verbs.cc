@@ -160,15 +160,13 @@ void ExtenderService::narrow(const policy::ClusterSnapshot& snapshot, const poli
       policy::rankCandidates(snapshot, pod, result.feasible, scorer_);
   std::vector<bool> kept(result.feasible.size(), false);
   for (std::size_t i = 0; i < keep && i < order.size(); ++i) kept[order[i]] = true;
-  const std::string reason =
-      "gpufair prefers another node for this pod (--filter-mode " + filterMode_.name() + ")";
+  // The nodes left out are not FailedNodes: a node is feasible, so kube-scheduler never reads
+  // reasons (they only explain a pod that fits nowhere), and one reason per node made the answer
+  // grow with the cluster (bench/RESULTS.md, load driver).
   std::vector<std::string_view> feasible;
+  feasible.reserve(keep);
   for (std::size_t i = 0; i < result.feasible.size(); ++i) {
-    if (kept[i]) {
-      feasible.push_back(result.feasible[i]);
-    } else {
-      result.failed.push_back({result.feasible[i], reason});
-    }
+    if (kept[i]) feasible.push_back(result.feasible[i]);
   }
   result.feasible = std::move(feasible);
 }

@@ -10,6 +10,7 @@
 #include <cpprest/http_client.h>
 #include <cpprest/producerconsumerstream.h>
 #include <nlohmann/json.hpp>
+#include <pplx/threadpool.h>
 
 #include "gpufair/k8s/client.h"
 
@@ -28,6 +29,23 @@ constexpr std::chrono::seconds kIdleTimeout{600};
 constexpr std::chrono::milliseconds kPollSlice{100};
 constexpr std::chrono::seconds kCancelGrace{5};
 constexpr std::size_t kReadChunk = 64 * 1024;
+// cpprestsdk runs every request's completions on one shared pool, 40 threads by default. gpufair
+// never blocks a pool thread (callers wait on their own threads, see TaskWaiter), so a few do;
+// forty threads woken in turn for each answer cost more CPU than the requests themselves
+// (bench/RESULTS.md, load driver).
+constexpr std::size_t kPoolThreads = 4;
+
+// Sizes cpprest's pool before its first use; once per process. A pool some other code created
+// first stays as it is.
+void sizeThreadPool() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      crossplat::threadpool::initialize_with_threads(kPoolThreads);
+    } catch (const std::exception&) {
+    }
+  });
+}
 
 enum class WaitResult { kDone, kTimedOut, kCancelled };
 
@@ -309,6 +327,7 @@ Result<KubeClientPtr> makeKubeClient(const ClientConfig& config) {
   if (!web::uri::validate(config.server)) {
     return R::failure("server \"" + config.server + "\" is not a valid URL");
   }
+  sizeThreadPool();
   std::shared_ptr<const TlsMaterial> tls;
   if (https) {
     auto material = TlsMaterial::load(config);

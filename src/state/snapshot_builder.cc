@@ -1,5 +1,6 @@
 #include "gpufair/state/snapshot_builder.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace gpufair::state {
@@ -44,18 +45,37 @@ bool SnapshotBuilder::isCurrent(const policy::SnapshotPtr& snapshot) const {
   return clean() && snapshot == current_;
 }
 
-void SnapshotBuilder::buildNode(
+bool SnapshotBuilder::buildNode(
     const std::string& name, const PodCache& pods,
     std::unordered_map<std::string, std::vector<policy::Reservation>>& reserved) {
   auto node = nodes_.find(name);
+  auto at = builtIndex_.find(name);
   if (node == nodes_.end()) {
-    built_.erase(name);
-    return;
+    if (at == builtIndex_.end()) return true;
+    built_[at->second] = nullptr;  // reindex() drops it
+    builtIndex_.erase(at);
+    return false;
   }
   std::vector<policy::Reservation> held;
   if (auto r = reserved.find(name); r != reserved.end()) held = std::move(r->second);
-  built_[name] = std::make_shared<const policy::NodeState>(node->second, pods.podsOn(name),
-                                                           generation_, std::move(held));
+  auto state = std::make_shared<const policy::NodeState>(node->second, pods.podsOn(name),
+                                                         generation_, std::move(held));
+  if (at != builtIndex_.end()) {
+    built_[at->second] = std::move(state);
+    return true;
+  }
+  builtIndex_.emplace(name, built_.size());
+  built_.push_back(std::move(state));
+  return false;
+}
+
+void SnapshotBuilder::reindex() {
+  std::erase(built_, nullptr);
+  std::sort(built_.begin(), built_.end(),
+            [](const auto& a, const auto& b) { return a->name() < b->name(); });
+  builtIndex_.clear();
+  builtIndex_.reserve(built_.size());
+  for (std::size_t i = 0; i < built_.size(); ++i) builtIndex_.emplace(built_[i]->name(), i);
 }
 
 policy::SnapshotPtr SnapshotBuilder::build(const PodCache& pods,
@@ -70,20 +90,22 @@ policy::SnapshotPtr SnapshotBuilder::build(const PodCache& pods,
     workloadDirty_ = false;
   }
   auto reserved = reservations.byNode();
+  bool inPlace = true;
   if (dirty_.hasAll()) {
     built_.clear();
+    builtIndex_.clear();
     for (const auto& [name, node] : nodes_) buildNode(name, pods, reserved);
+    inPlace = false;
   } else {
-    for (const auto& name : dirty_.nodes()) buildNode(name, pods, reserved);
+    for (const auto& name : dirty_.nodes()) inPlace = buildNode(name, pods, reserved) && inPlace;
   }
+  if (!inPlace) reindex();
   if (dirty_.hasPending()) builtPending_ = pods.pending();
   if (dirty_.hasProvisional() || !builtProvisional_) {
     builtProvisional_ = std::make_shared<const std::vector<std::string>>(pods.assumedUids());
   }
   dirty_.clear();
-  std::vector<policy::NodeStatePtr> nodes;
-  nodes.reserve(built_.size());
-  for (const auto& [name, state] : built_) nodes.push_back(state);
+  std::vector<policy::NodeStatePtr> nodes = built_;
   policy::SnapshotOptions published{options_.fit, publishedWorkload_, options_.seed};
   published.provisional = builtProvisional_;
   current_ = std::make_shared<const policy::ClusterSnapshot>(std::move(nodes), builtPending_, quota,

@@ -1,6 +1,9 @@
 // --filter-mode: /filter answers all the nodes that fit, or only the best one(s) by gpufair's
 // scorer, so that kube-scheduler skips its scoring and /prioritize. Reservations (gangs, reclaim
 // holds) steer the choice in every mode; hard constraints never change.
+#include <set>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "gpufair/api/extender_service.h"
@@ -55,11 +58,13 @@ TEST_F(FilterModeTest, AllAnswersEveryNodeThatFits) {
   EXPECT_EQ(reply.at("FailedNodes").size(), 0u);
 }
 
-TEST_F(FilterModeTest, BestAnswersTheNodeGpufairWouldChooseAndSaysWhyNotTheOthers) {
+// The feasible nodes left out are not answered at all: with a node feasible kube-scheduler reads
+// no reasons, and a reason per node would make every answer as large as the cluster.
+TEST_F(FilterModeTest, BestAnswersTheNodeGpufairWouldChooseAndNothingAboutTheOthersThatFit) {
   const json reply = filter(FilterMode{1}, podJson("team-a", "p", "uid-p", 2));
   EXPECT_EQ(reply.at("NodeNames"), json::array({"gpu-node-2"}));
-  EXPECT_EQ(reply.at("FailedNodes").at("gpu-node-1"),
-            "gpufair prefers another node for this pod (--filter-mode best)");
+  EXPECT_FALSE(reply.at("FailedNodes").contains("gpu-node-1")) << reply.dump();
+  EXPECT_FALSE(reply.at("FailedAndUnresolvableNodes").contains("gpu-node-1")) << reply.dump();
   // Hard constraints are answered as before.
   EXPECT_EQ(reply.at("FailedAndUnresolvableNodes").at("gpu-node-3"),
             "node gpu-node-3 is unschedulable (cordoned)");
@@ -81,7 +86,7 @@ TEST_F(FilterModeTest, TopNKeepsTheNBest) {
   ASSERT_EQ(reply.at("NodeNames").size(), 2u);
   EXPECT_EQ(reply.at("NodeNames")[0], "extra-1") << "among equals, kube-scheduler's order";
   EXPECT_EQ(reply.at("NodeNames")[1], "gpu-node-2");
-  EXPECT_EQ(reply.at("FailedNodes").size(), 3u);
+  EXPECT_EQ(reply.at("FailedNodes").size(), 0u) << "the three left out fit: no reasons";
 }
 
 // GPUs held for a pod (a reclaim hold, or its gang's plan) win over the scorer's taste.
@@ -105,6 +110,46 @@ TEST_F(FilterModeTest, ReservedNodesWinInEveryMode) {
   // Another pod does not get the held GPUs: on gpu-node-1 only 6 remain for it, 2 on gpu-node-2.
   const json other = filter(FilterMode{1}, podJson("team-a", "other", "uid-other", 2));
   EXPECT_EQ(other.at("NodeNames"), json::array({"gpu-node-2"}));
+}
+
+// A gang's first /filter reserves a node for every member (policy::planGang). In every mode each
+// member is answered a node its gang holds, first, binds there, and the gang takes all it held.
+TEST(FilterModeGangTest, EachMemberIsAnsweredItsGangsNodeInEveryMode) {
+  for (FilterMode mode : {FilterMode{}, FilterMode{2}, FilterMode{1}}) {
+    SCOPED_TRACE(mode.name());
+    Cluster cluster;
+    ExtenderService service{cluster.mirror, *cluster.scorer, cluster.binder};
+    service.setFilterMode(mode);
+    auto heldNodes = [&] {
+      std::set<std::string> held;
+      for (const auto& r : cluster.mirror.reservations()) {
+        if (r.holder == "gang:team-a/train" && r.gpus > 0) held.insert(r.node);
+      }
+      return held;
+    };
+    for (int i = 0; i < 2; ++i) {
+      const std::string name = "train-" + std::to_string(i);
+      json pod = podJson("team-a", name, "uid-" + name, 2);
+      pod["metadata"]["labels"] = {{"gpufair.io/gang", "train"}};
+      pod["metadata"]["annotations"] = {{"gpufair.io/gang-size", "2"}};
+      const std::string body =
+          filterArgs(pod, {"gpu-node-1", "gpu-node-2", "gpu-node-3", "cpu-node-1"}).dump();
+      const json reply = parseJson(service.handle(Request{"POST", "/filter", body}).body);
+      const std::set<std::string> held = heldNodes();
+      ASSERT_FALSE(held.empty()) << reply.dump();
+      ASSERT_FALSE(reply.at("NodeNames").empty()) << reply.dump();
+      const std::string node = reply.at("NodeNames")[0];
+      EXPECT_EQ(held.count(node), 1u) << node << " is not held for the gang: " << reply.dump();
+      if (mode.keep == 1) {
+        EXPECT_EQ(reply.at("NodeNames").size(), 1u);
+      }
+      const json bind = {
+          {"PodName", name}, {"PodNamespace", "team-a"}, {"PodUID", "uid-" + name}, {"Node", node}};
+      const json bound = parseJson(service.handle(Request{"POST", "/bind", bind.dump()}).body);
+      EXPECT_EQ(bound.value("Error", "?"), "") << bound.dump();
+    }
+    EXPECT_TRUE(heldNodes().empty()) << "the gang took every GPU held for it";
+  }
 }
 
 }  // namespace

@@ -156,7 +156,8 @@ TEST(ServeConfigTest, EveryKubeFlagLandsInTheConfig) {
 }
 
 TEST(ServeConfigTest, FilterModes) {
-  EXPECT_EQ(parseOk({}).filterMode.keep, 0u);
+  EXPECT_EQ(parseOk({}).filterMode.keep, 1u) << "best, chosen by the load driver's figures";
+  EXPECT_EQ(parseOk({"--filter-mode", "all"}).filterMode.keep, 0u);
   EXPECT_EQ(parseOk({"--filter-mode", "best"}).filterMode.keep, 1u);
   EXPECT_EQ(parseOk({"--filter-mode", "top-4"}).filterMode.keep, 4u);
   EXPECT_EQ(parseError({"--filter-mode", "some"}),

@@ -117,6 +117,20 @@ class BinaryTest(unittest.TestCase):
         for arg in args[1:]:
             self.assertIn(arg[2:].split("=")[0], known, arg)
 
+    def test_shipped_filter_mode_is_serves_default(self):
+        # The default was chosen by measurement (bench/RESULTS.md); the chart and the plain
+        # manifests ship the same mode, and so does kube-scheduler's config comment.
+        out = run("serve", "--help")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        m = re.search(r"--filter-mode VALUE.*?\(default ([a-z0-9-]+)\)", out.stdout, re.S)
+        self.assertIsNotNone(m, out.stdout)
+        default = m.group(1)
+        self.assertEqual(default, "best")
+        with open(os.path.join(CHART, "values.yaml")) as f:
+            self.assertEqual(yaml.safe_load(f)["gpufair"]["filterMode"], default)
+        args = gpufair_args([o for _, o in manifest_objects()])
+        self.assertIn("--filter-mode=" + default, args)
+
     def registry(self):
         out = run("scorers")
         self.assertEqual(out.returncode, 0, out.stderr)

@@ -52,8 +52,10 @@ using HealthDetails = std::function<std::vector<HealthDetail>()>;
 // the best `keep` by gpufair's scorer ("best" = 1, "top-N"). With one node kube-scheduler skips
 // scoring and the /prioritize call altogether; the price is that its own soft preferences
 // (preferred affinity, topology spreading) no longer weigh in. Hard constraints are unchanged: the
-// nodes answered passed kube-scheduler's filters and gpufair's; the others are answered as
-// FailedNodes with the reason. Reserved nodes (gangs, reclaim holds) score highest, so they win.
+// nodes answered passed kube-scheduler's filters and gpufair's; nodes that fail them are answered
+// as FailedNodes with the reason, while feasible nodes left out are simply not returned (with a
+// node feasible, kube-scheduler reads no reasons, and the answer stays small however many nodes
+// fit). Reserved nodes (gangs, reclaim holds) score highest, so they win.
 struct FilterMode {
   std::size_t keep = 0;  // 0: all
   // "all", "best" or "top-N" (N >= 1); the error says what is accepted.
@@ -93,7 +95,7 @@ class ExtenderService final : public RequestHandler {
   Response dispatch(const Request& request, std::string_view* verb);
   // Ok, or why no decision can be made now ("gpufair is starting: ...").
   Status decisionsAllowed() const;
-  // Keeps only the filterMode_.keep best of result.feasible (by the scorer); the rest fail.
+  // Keeps only the filterMode_.keep best of result.feasible (by the scorer); drops the rest.
   void narrow(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
               policy::FilterResult& result) const;
 

@@ -16,7 +16,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -68,15 +67,22 @@ class SnapshotBuilder {
 
  private:
   bool clean() const { return current_ != nullptr && dirty_.empty() && !workloadDirty_; }
-  void buildNode(const std::string& name, const PodCache& pods,
+  // Rebuilds one node's state in built_; returns false when built_ gained or lost a node (then
+  // reindex() must run before built_ is read).
+  bool buildNode(const std::string& name, const PodCache& pods,
                  std::unordered_map<std::string, std::vector<policy::Reservation>>& reserved);
+  // Drops removed nodes from built_, sorts it by name and indexes it again.
+  void reindex();
 
   SnapshotBuilderOptions options_;
   DirtySet dirty_;
   std::unordered_map<std::string, policy::Node> nodes_;
   std::uint64_t generation_ = 0;
-  // Kept sorted by name so a snapshot's node list needs no sort.
-  std::map<std::string, policy::NodeStatePtr, std::less<>> built_;
+  // Kept sorted by name so a snapshot's node list needs no sort; a changed node is replaced in
+  // place (builtIndex_: name -> position), so a build costs one copy of this vector, not a walk
+  // over a tree of every node.
+  std::vector<policy::NodeStatePtr> built_;
+  std::unordered_map<std::string, std::size_t> builtIndex_;
   std::vector<policy::PodPtr> builtPending_;
   std::shared_ptr<const std::vector<std::string>> builtProvisional_;
   policy::SnapshotPtr current_;

@@ -1,0 +1,128 @@
+// What the load driver (load_driver.cc) needs besides its scheduling loop: a keep-alive HTTP/1.1
+// client (one connection, as kube-scheduler's Go transport reuses one per goroutine), the gpufair
+// child process (started, its webhook port read from its start-up banner, its CPU time and
+// resident memory read from /proc, stopped), kube-scheduler's binding workers, and percentiles.
+// Thread-safety: a KeepAliveClient belongs to one thread; GpufairChild is used from the main
+// thread only; Binders says its own below.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace gpufair::bench {
+
+struct HttpAnswer {
+  int status = 0;  // 0: the request failed on the wire (error says why)
+  std::string body;
+  std::string error;
+};
+
+// One TCP connection to 127.0.0.1:port, reopened when the server closes it.
+class KeepAliveClient {
+ public:
+  explicit KeepAliveClient(std::uint16_t port);
+  ~KeepAliveClient();
+  KeepAliveClient(const KeepAliveClient&) = delete;
+  KeepAliveClient& operator=(const KeepAliveClient&) = delete;
+
+  HttpAnswer post(const std::string& target, const std::string& body);
+  HttpAnswer get(const std::string& target);
+  std::uint64_t connectionsOpened() const { return opened_; }
+
+ private:
+  HttpAnswer request(bool isPost, const std::string& target, const std::string& body);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::uint64_t opened_ = 0;
+};
+
+// CPU time (user + system) and resident memory of a process, from /proc/<pid>/stat and status.
+struct ProcessUsage {
+  double cpuSeconds = 0;
+  double rssMiB = 0;
+  double peakRssMiB = 0;  // VmHWM
+};
+ProcessUsage processUsage(pid_t pid);
+
+// The gpufair binary with `args` (e.g. serve --kubeconfig FILE --listen 127.0.0.1:0), its stdout
+// and stderr (banner and log) written to logFile, which waitForPort() reads for the webhook URL.
+class GpufairChild {
+ public:
+  GpufairChild(const std::string& binary, const std::vector<std::string>& args,
+               const std::string& logFile);
+  ~GpufairChild();  // SIGTERM, then waits
+  GpufairChild(const GpufairChild&) = delete;
+  GpufairChild& operator=(const GpufairChild&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // The webhook port from the banner; throws when the child exits or says nothing in `timeout`.
+  std::uint16_t waitForPort(std::chrono::seconds timeout);
+
+ private:
+  pid_t pid_ = -1;
+  int stdoutFd_ = -1;
+  std::string logFile_;
+};
+
+// One pod's timings, in microseconds, filled by the scheduling loop and the binder.
+struct PodTiming {
+  double filter = 0;
+  double prioritize = 0;
+  double bind = 0;
+  bool prioritized = false;
+  bool bound = false;
+};
+
+struct BindJob {
+  int pod = 0;
+  int node = 0;
+  std::string body;  // ExtenderBindingArgs
+};
+
+// kube-scheduler's binding goroutines: POST /bind on a pool of workers, each on its own keep-alive
+// connection. A failed bind gives the pod's GPU back to `freeGpus` (kube-scheduler forgets the
+// assumed pod). Thread-safety: submit() and finish() from one thread; the workers write
+// timings[job.pod] (one job per pod) and freeGpus under freeMu.
+class Binders {
+ public:
+  Binders(std::uint16_t port, int workers, std::vector<PodTiming>& timings,
+          std::vector<int>& freeGpus, std::mutex& freeMu);
+  ~Binders();
+  Binders(const Binders&) = delete;
+  Binders& operator=(const Binders&) = delete;
+
+  void submit(BindJob job);
+  // Waits until every job submitted is done and the workers have ended.
+  void finish();
+  int failures() const { return failures_.load(); }
+  std::string firstError() const;
+
+ private:
+  void work(std::uint16_t port);
+
+  std::vector<PodTiming>& timings_;
+  std::vector<int>& freeGpus_;
+  std::mutex& freeMu_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<BindJob> queue_;  // GUARDED_BY(mu_)
+  bool done_ = false;          // GUARDED_BY(mu_)
+  std::string firstError_;     // GUARDED_BY(freeMu_)
+  std::atomic<int> failures_{0};
+  std::vector<std::thread> threads_;
+};
+
+// The q-quantile (0..1) of `values` (sorted in place); 0 when empty.
+double quantile(std::vector<double>& values, double q);
+
+}  // namespace gpufair::bench
