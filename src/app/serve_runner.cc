@@ -201,7 +201,10 @@ class ServeRun {
       } else if (Status reloaded = server_->reloadTls(); reloaded.isOk()) {
         spdlog::info("SIGHUP: TLS files re-read; serving certificate serial {}",
                      server_->tlsState().serial);
-      }  // a refusal is logged by the server
+      } else {
+        spdlog::warn("SIGHUP: the TLS files are refused, certificate serial {} stays: {}",
+                     server_->tlsState().serial, reloaded.reason());
+      }
     }
     if (std::size_t n = mirror_.expire(); n > 0) {
       spdlog::info("forgot {} expired pods or reservations", n);
