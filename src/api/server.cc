@@ -44,8 +44,9 @@ Status validate(const ServerOptions& options) {
   if (!options.tls.clientAllowedNames.empty() && options.tls.clientCaFile.empty()) {
     return Status::error("TLS: allowed client names need a client CA (client certificates)");
   }
-  if (options.tls.reloadPeriod.count() < 0)
+  if (options.tls.reloadPeriod.count() < 0) {
     return Status::error("reloadPeriod must not be negative");
+  }
   return Status::ok();
 }
 
@@ -185,8 +186,9 @@ class ExtenderServer::Impl {
     if (!options_.tls.clientCaFile.empty()) text += ", client certificates required";
     if (!options_.tls.clientAllowedNames.empty()) {
       std::string names;
-      for (const auto& name : options_.tls.clientAllowedNames)
+      for (const auto& name : options_.tls.clientAllowedNames) {
         names += (names.empty() ? "" : ", ") + name;
+      }
       text += " (names: " + names + ")";
     }
     if (options_.tls.reloadPeriod.count() > 0) {
