@@ -9,6 +9,8 @@
 #include <boost/beast/http/write.hpp>
 #include <spdlog/spdlog.h>
 
+#include "tls_context.h"
+
 namespace gpufair::api::detail {
 namespace {
 
@@ -77,7 +79,24 @@ HttpSession::HttpSession(asio::ip::tcp::socket&& socket, SessionHub& hub,
       timer_(socket_.get_executor()),
       hub_(hub),
       overloaded_(overloaded) {
-  if (tlsContext_) tls_.emplace(socket_, *tlsContext_);
+  if (!tlsContext_) return;
+  tls_.emplace(socket_, *tlsContext_);
+  if (!hub_.options.tls.clientAllowedNames.empty()) {
+    tls_->set_verify_callback([this](bool preverified, asio::ssl::verify_context& context) {
+      return verifyClientName(preverified, context);
+    });
+  }
+}
+
+bool HttpSession::verifyClientName(bool preverified, asio::ssl::verify_context& context) {
+  X509_STORE_CTX* store = context.native_handle();
+  if (!preverified || X509_STORE_CTX_get_error_depth(store) > 0) return preverified;
+  X509* certificate = X509_STORE_CTX_get_current_cert(store);
+  if (certificate == nullptr) return false;
+  if (clientNameAllowed(certificate, hub_.options.tls.clientAllowedNames)) return true;
+  refusedClient_ = certificateNames(certificate);
+  X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION);
+  return false;
 }
 
 HttpSession::~HttpSession() {
@@ -96,6 +115,14 @@ void HttpSession::start() {
 void HttpSession::onHandshake(error_code ec) {
   const bool timedOut = timedOut_;
   disarmTimer();
+  if (!refusedClient_.empty()) {
+    ++hub_.stats.clientNamesRefused;
+    spdlog::warn(
+        "TLS: refused {}: its client certificate ({}) is signed by the client CA but "
+        "none of its names is an allowed client name",
+        remote(), refusedClient_);
+    return close();
+  }
   if (ec || timedOut) {
     if (!stopRequested_ && !hub_.stopping) {
       ++hub_.stats.tlsHandshakeFailures;

@@ -65,7 +65,8 @@ struct SessionHub {
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   // socket: accepted on a strand, which all of the session's handlers then run on.
-  // tls: the server's TLS context, or null for plain HTTP; the caller keeps it alive.
+  // tls: the TLS context of new connections, or null for plain HTTP; the session keeps it alive
+  // (a certificate reload replaces the server's context, not the one a session uses).
   // overloaded: the server is over maxConnections; the request is read and answered 503.
   HttpSession(boost::asio::ip::tcp::socket&& socket, SessionHub& hub,
               std::shared_ptr<boost::asio::ssl::context> tls, bool overloaded);
@@ -89,6 +90,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       f(socket_);
     }
   }
+  // With allowed client names: refuses a client certificate none of whose names is allowed.
+  bool verifyClientName(bool preverified, boost::asio::ssl::verify_context& context);
   void onHandshake(boost::system::error_code ec);
   void waitForRequest();
   void onFirstBytes(boost::system::error_code ec, std::size_t bytes);
@@ -120,6 +123,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool closeAfterWrite_ = false;
   bool timedOut_ = false;
   std::uint64_t timerGeneration_ = 0;
+  std::string refusedClient_;  // the names of a client certificate refused for its name
 };
 
 }  // namespace gpufair::api::detail

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "http_session.h"
+#include "tls_context.h"
 
 namespace gpufair::api {
 namespace {
@@ -40,40 +41,13 @@ Status validate(const ServerOptions& options) {
       (!options.tls.keyFile.empty() || !options.tls.clientCaFile.empty())) {
     return Status::error("TLS: a key or client CA was given without a certificate");
   }
+  if (!options.tls.clientAllowedNames.empty() && options.tls.clientCaFile.empty()) {
+    return Status::error("TLS: allowed client names need a client CA (client certificates)");
+  }
+  if (options.tls.reloadPeriod.count() < 0) {
+    return Status::error("reloadPeriod must not be negative");
+  }
   return Status::ok();
-}
-
-// The server side of TLS 1.2 and 1.3 with the given certificate and key; with a client CA, a
-// client must present a certificate it signed.
-Result<std::shared_ptr<asio::ssl::context>> makeTlsContext(const TlsOptions& tls) {
-  using R = Result<std::shared_ptr<asio::ssl::context>>;
-  auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
-  error_code ec;
-  context->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                           asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
-                           asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use,
-                       ec);
-  if (ec) return R::failure("TLS: " + ec.message());
-  if (context->use_certificate_chain_file(tls.certFile, ec); ec) {
-    return R::failure("TLS certificate " + tls.certFile + ": " + ec.message());
-  }
-  if (context->use_private_key_file(tls.keyFile, asio::ssl::context::pem, ec); ec) {
-    // Unreadable, not a key, or the key of another certificate (OpenSSL checks they match here).
-    return R::failure("TLS key " + tls.keyFile + " cannot be used with the certificate " +
-                      tls.certFile + ": " + ec.message());
-  }
-  if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
-    return R::failure("TLS key " + tls.keyFile + " does not belong to the certificate " +
-                      tls.certFile);
-  }
-  if (!tls.clientCaFile.empty()) {
-    if (context->load_verify_file(tls.clientCaFile, ec); ec) {
-      return R::failure("TLS client CA " + tls.clientCaFile + ": " + ec.message());
-    }
-    context->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert, ec);
-    if (ec) return R::failure("TLS: " + ec.message());
-  }
-  return context;
 }
 
 }  // namespace
@@ -115,7 +89,8 @@ class ExtenderServer::Impl {
         ioc_(std::max(1, options_.threads)),
         acceptStrand_(asio::make_strand(ioc_)),
         acceptor_(acceptStrand_),
-        retryTimer_(acceptStrand_) {}
+        retryTimer_(acceptStrand_),
+        reloadTimer_(acceptStrand_) {}
 
   Status start() {
     if (started_) return Status::error("server already started");
@@ -138,9 +113,11 @@ class ExtenderServer::Impl {
                            "or allow it explicitly (--allow-insecure-http)");
     }
     if (options_.tls.enabled()) {
-      auto context = makeTlsContext(options_.tls);
-      if (!context) return Status::error(context.error());
-      tls_ = std::move(context.value());
+      tls_ = std::make_unique<detail::TlsContextStore>(options_.tls);
+      if (Status loaded = tls_->load(); !loaded.isOk()) {
+        tls_.reset();
+        return loaded;
+      }
     }
     if (acceptor_.open(endpoint.protocol(), ec); ec) return listenError("open", ec);
     if (acceptor_.set_option(asio::socket_base::reuse_address(true), ec); ec) {
@@ -153,15 +130,20 @@ class ExtenderServer::Impl {
     port_ = acceptor_.local_endpoint(ec).port();
     started_ = true;
     accept();
+    watchTlsFiles();
     threads_.reserve(static_cast<std::size_t>(options_.threads));
     for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
     spdlog::info("extender listening on {}:{} ({}) with {} io threads", address->host, port_.load(),
-                 !tls_                               ? "plain HTTP"
-                 : options_.tls.clientCaFile.empty() ? "TLS"
-                                                     : "TLS, client certificates required",
-                 options_.threads);
+                 describeTls(), options_.threads);
     return Status::ok();
   }
+
+  Status reloadTls() {
+    if (!tls_) return Status::ok();
+    return tls_->reload(false);
+  }
+
+  TlsState tlsState() const { return tls_ ? tls_->state() : TlsState{}; }
 
   void stop() {
     if (!started_ || stopped_) return;
@@ -171,6 +153,7 @@ class ExtenderServer::Impl {
       error_code ignored;
       acceptor_.close(ignored);
       retryTimer_.cancel();
+      reloadTimer_.cancel();
     });
     const std::size_t open = hub_.stopAll();
     if (!hub_.waitEmpty(options_.drainTimeout)) {
@@ -193,6 +176,36 @@ class ExtenderServer::Impl {
     error_code ignored;
     acceptor_.close(ignored);
     return Status::error("listen on " + options_.listen + ": " + what + ": " + ec.message());
+  }
+
+  std::string describeTls() const {
+    if (!tls_) return "plain HTTP";
+    const TlsState state = tls_->state();
+    std::string text = "TLS, certificate serial " + state.serial + " (" + state.subject +
+                       ") valid until " + detail::isoTime(state.notAfter);
+    if (!options_.tls.clientCaFile.empty()) text += ", client certificates required";
+    if (!options_.tls.clientAllowedNames.empty()) {
+      std::string names;
+      for (const auto& name : options_.tls.clientAllowedNames) {
+        names += (names.empty() ? "" : ", ") + name;
+      }
+      text += " (names: " + names + ")";
+    }
+    if (options_.tls.reloadPeriod.count() > 0) {
+      text += "; files re-read every " + std::to_string(options_.tls.reloadPeriod.count()) + " ms";
+    }
+    return text;
+  }
+
+  // Every reloadPeriod: the TLS files again (on the acceptor's strand, so stop() cancels it).
+  void watchTlsFiles() {
+    if (!tls_ || options_.tls.reloadPeriod.count() == 0) return;
+    reloadTimer_.expires_after(options_.tls.reloadPeriod);
+    reloadTimer_.async_wait([this](error_code ec) {
+      if (ec || !acceptor_.is_open()) return;
+      tls_->reload(true);
+      watchTlsFiles();
+    });
   }
 
   void accept() {
@@ -224,8 +237,8 @@ class ExtenderServer::Impl {
     }
     error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
-    auto session = std::make_shared<detail::HttpSession>(std::move(socket), hub_, tls_,
-                                                         open >= options_.maxConnections);
+    auto session = std::make_shared<detail::HttpSession>(
+        std::move(socket), hub_, tls_ ? tls_->current() : nullptr, open >= options_.maxConnections);
     hub_.add(session);
     session->start();
   }
@@ -233,11 +246,12 @@ class ExtenderServer::Impl {
   ServerOptions options_;
   ServerStats stats_;
   detail::SessionHub hub_;
-  std::shared_ptr<asio::ssl::context> tls_;  // null: plain HTTP
+  std::unique_ptr<detail::TlsContextStore> tls_;  // null: plain HTTP
   asio::io_context ioc_;
   asio::strand<asio::io_context::executor_type> acceptStrand_;
   tcp::acceptor acceptor_;
   asio::steady_timer retryTimer_;
+  asio::steady_timer reloadTimer_;
   std::vector<std::thread> threads_;
   std::atomic<std::uint16_t> port_{0};
   bool started_ = false;
@@ -265,6 +279,12 @@ bool ExtenderServer::tls() const {
 }
 const ServerStats& ExtenderServer::stats() const {
   return impl_->stats();
+}
+Status ExtenderServer::reloadTls() {
+  return impl_->reloadTls();
+}
+TlsState ExtenderServer::tlsState() const {
+  return impl_->tlsState();
 }
 
 }  // namespace gpufair::api

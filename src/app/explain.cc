@@ -60,10 +60,11 @@ std::string renderExplain(const json& doc, int maxNodes) {
 }
 
 int runExplain(const std::vector<std::string>& argv) {
-  const std::vector<FlagSpec> flags = {
-      {"url", "the service's webhook address, e.g. http://127.0.0.1:8888", ""},
-      {"nodes", "nodes to list (fitting ones first, best first)", "30"},
-      {"help", "show this help", "", true}};
+  std::vector<FlagSpec> flags = {
+      {"url", "the service's webhook address, e.g. http://127.0.0.1:8888 or https://...", ""},
+      {"nodes", "nodes to list (fitting ones first, best first)", "30"}};
+  for (auto& flag : clientTlsFlags()) flags.push_back(std::move(flag));
+  flags.push_back({"help", "show this help", "", true});
   const std::string summary =
       "Asks a running gpufair why a pod is pending, or where it would go: its queue's decision\n"
       "and every node's verdict (fits with a score, or the reason it does not).";
@@ -92,8 +93,13 @@ int runExplain(const std::vector<std::string>& argv) {
     std::cerr << "gpufair: --nodes must be a whole number\n";
     return 2;
   }
+  auto tls = readClientTls(*parsed);
+  if (!tls) {
+    std::cerr << "gpufair: " << tls.error() << "\n";
+    return 2;
+  }
   const std::string& pod = parsed->positional[0];
-  auto reply = httpGet(parsed->get("url"), "/debug/explain?pod=" + urlEncode(pod));
+  auto reply = httpGet(parsed->get("url"), "/debug/explain?pod=" + urlEncode(pod), *tls);
   if (!reply) {
     std::cerr << "gpufair: " << reply.error() << "\n";
     return 1;

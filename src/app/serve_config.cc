@@ -41,6 +41,15 @@ std::vector<FlagSpec> ownFlags() {
       {"tls-key", "the PEM private key of --tls-cert", ""},
       {"client-ca", "HTTPS: require a client certificate signed by this PEM CA (kube-scheduler's)",
        ""},
+      {"client-allowed-names",
+       "NAME[,NAME...]: with --client-ca, serve only client certificates whose subject CN or a DNS "
+       "name is listed (kube-scheduler's certificate name); others fail the TLS handshake",
+       ""},
+      {"tls-reload-period",
+       "how often the --tls-cert, --tls-key and --client-ca files are checked for changes (a "
+       "changed, usable set serves new connections; SIGHUP re-reads them at once); 0s: only on "
+       "SIGHUP",
+       "5s"},
       {"allow-insecure-http", "serve plain HTTP on a non-loopback --listen address", "", true},
       {"namespace",
        "gpufair's own namespace: quota ConfigMaps and the Lease live here (default: the service "
@@ -108,11 +117,28 @@ Status readServerOptions(const ParsedArgs& args, api::ServerOptions& options) {
   if (args.has("client-ca") && !args.has("tls-cert")) {
     return Status::error("--client-ca needs --tls-cert and --tls-key");
   }
+  if (args.has("client-allowed-names") && !args.has("client-ca")) {
+    return Status::error("--client-allowed-names needs --client-ca (client certificates)");
+  }
   if (args.has("tls-cert")) {
     options.tls.certFile = args.get("tls-cert");
     options.tls.keyFile = args.get("tls-key");
     if (args.has("client-ca")) options.tls.clientCaFile = args.get("client-ca");
   }
+  if (args.has("client-allowed-names")) {
+    const std::string& list = args.get("client-allowed-names");
+    for (std::size_t begin = 0; begin <= list.size();) {
+      std::size_t end = list.find(',', begin);
+      if (end == std::string::npos) end = list.size();
+      if (end == begin)
+        return Status::error("--client-allowed-names: an empty name in \"" + list + "\"");
+      options.tls.clientAllowedNames.push_back(list.substr(begin, end - begin));
+      begin = end + 1;
+    }
+  }
+  auto reload = parseMillis(args.get("tls-reload-period"));
+  if (!reload) return Status::error("--tls-reload-period: " + reload.error());
+  options.tls.reloadPeriod = std::chrono::milliseconds{*reload};
   options.allowInsecureHttp = args.has("allow-insecure-http");
   for (auto [flag, out] : {std::pair{"read-timeout", &options.readTimeout},
                            std::pair{"idle-timeout", &options.idleTimeout},

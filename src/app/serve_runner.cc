@@ -17,6 +17,7 @@
 
 #include "kube_source.h"
 #include "reclaim_runner.h"
+#include "serve_tls.h"
 #include "stop_signal.h"
 
 namespace gpufair::app {
@@ -52,6 +53,7 @@ std::vector<std::pair<std::string, std::uint64_t>> webhookEvents(const api::Serv
           {"write_timeout", s.writeTimeouts.load()},
           {"idle_closed", s.idleClosed.load()},
           {"tls_handshake_failed", s.tlsHandshakeFailures.load()},
+          {"client_name_refused", s.clientNamesRefused.load()},
           {"handler_error", s.handlerErrors.load()}};
 }
 
@@ -71,6 +73,7 @@ class ServeRun {
     if (!loaded.isOk()) return fail(loaded.reason());
     wire();
     stop_.installSignalHandlers();
+    stop_.installReloadHandler();
     if (int code = start(); code != 0) return code;
     announce();
     runPeriodically(stop_, kHousekeepingPeriod, [this] { housekeep(); });
@@ -106,16 +109,24 @@ class ServeRun {
   void wire() {
     KubeSource* kube = kube_.get();
     state::Binder& binder = kube ? kube->binder() : memoryBinder_;
-    service_ = std::make_unique<api::ExtenderService>(
-        mirror_, *scorer_, binder,
-        [kube]() -> Status { return kube ? kube->ready() : Status::ok(); });
+    service_ = std::make_unique<api::ExtenderService>(mirror_, *scorer_, binder, [this, kube] {
+      Status ready = kube ? kube->ready() : Status::ok();
+      return ready.isOk() ? tlsReadiness(server_->tlsState()) : ready;
+    });
     service_->setFilterMode(config_.filterMode);
     // Metrics read the published snapshot at scrape time; requests and rejections are counted as
     // they happen; the reclaim loop reports evictions with reclaimEvicted().
     metrics_ = std::make_unique<metrics::Metrics>([this] { return mirror_.snapshot(); });
+    if (kube || config_.server.tls.enabled()) {
+      service_->setHealthDetails([this, kube] {
+        std::vector<api::HealthDetail> details;
+        if (kube) details = kube->healthDetails();
+        if (config_.server.tls.enabled()) details.push_back(tlsDetail(server_->tlsState()));
+        return details;
+      });
+    }
     if (kube) {
       service_->setObserver(&kube->decisions());
-      service_->setHealthDetails([kube] { return kube->healthDetails(); });
       service_->setDecisionGate([kube] { return kube->consistent(); });
       metrics_->setResourceCounters([kube] { return kube->feedCounters(); });
       metrics_->setQuotaHealth([kube] { return kube->quotaHealthy(); });
@@ -124,6 +135,9 @@ class ServeRun {
     service_->setRequestObserver(requestObserver_.get());
     server_ = std::make_unique<api::ExtenderServer>(*service_, config_.server);
     metrics_->setWebhookEvents([server = server_.get()] { return webhookEvents(server->stats()); });
+    if (config_.server.tls.enabled()) {
+      metrics_->setTlsStatus([server = server_.get()] { return tlsStatus(server->tlsState()); });
+    }
   }
 
   // Starts the threads; 0, or the exit code when a part cannot start.
@@ -175,14 +189,23 @@ class ServeRun {
     if (config_.logFormat != LogFormat::kText) return;
     std::cout << "gpufair is serving the extender webhooks on " << url << "\n"
               << (metricsServer_ ? "  and Prometheus metrics on " + metricsUrl + "\n" : "")
-              << "  try:  curl -s " << url << "/debug/snapshot\n"
-              << "        curl -s -X POST " << url
-              << "/filter -H 'Content-Type: application/json' -d @examples/filter-request.json\n"
-              << "        gpufair top --url " << url << "\n"
+              << tryCommands(config_.server, server_->tlsState(), urlHost(config_.server.listen),
+                             server_->port())
               << "Press Ctrl-C to stop." << std::endl;
   }
 
   void housekeep() {
+    if (stop_.takeReloadRequest()) {
+      if (!config_.server.tls.enabled()) {
+        spdlog::info("SIGHUP: nothing to re-read (no TLS files)");
+      } else if (Status reloaded = server_->reloadTls(); reloaded.isOk()) {
+        spdlog::info("SIGHUP: TLS files re-read; serving certificate serial {}",
+                     server_->tlsState().serial);
+      } else {
+        spdlog::warn("SIGHUP: the TLS files are refused, certificate serial {} stays: {}",
+                     server_->tlsState().serial, reloaded.reason());
+      }
+    }
     if (std::size_t n = mirror_.expire(); n > 0) {
       spdlog::info("forgot {} expired pods or reservations", n);
     }

@@ -16,6 +16,9 @@ namespace {
 // is safe to read in a signal handler.
 std::atomic<int> gSignalFd{-1};
 static_assert(std::atomic<int>::is_always_lock_free);
+// Set by SIGHUP, taken by takeReloadRequest().
+std::atomic<bool> gReloadRequested{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
 
 extern "C" void onStopSignal(int) {
   const int saved = errno;
@@ -25,6 +28,10 @@ extern "C" void onStopSignal(int) {
     [[maybe_unused]] const ssize_t written = ::write(fd, &byte, 1);
   }
   errno = saved;
+}
+
+extern "C" void onReloadSignal(int) {
+  gReloadRequested.store(true);
 }
 
 }  // namespace
@@ -44,6 +51,7 @@ StopSignal::~StopSignal() {
     std::signal(SIGTERM, SIG_DFL);
     gSignalFd.store(-1);
   }
+  if (reloadHandlerInstalled_) std::signal(SIGHUP, SIG_DFL);
   ::close(readFd_);
   ::close(writeFd_);
 }
@@ -53,6 +61,16 @@ void StopSignal::installSignalHandlers() {
   handlersInstalled_ = true;
   std::signal(SIGINT, onStopSignal);
   std::signal(SIGTERM, onStopSignal);
+}
+
+void StopSignal::installReloadHandler() {
+  reloadHandlerInstalled_ = true;
+  gReloadRequested.store(false);
+  std::signal(SIGHUP, onReloadSignal);
+}
+
+bool StopSignal::takeReloadRequest() {
+  return gReloadRequested.exchange(false);
 }
 
 void StopSignal::request() {

@@ -4,6 +4,9 @@
 // SIGTERM. The signal handler only writes a byte to a pipe, which is async-signal-safe; waitFor()
 // sleeps on that pipe, so a stop ends a wait at once instead of at the next poll.
 // runPeriodically(): calls tick() every `period` on the caller's thread until a stop is requested.
+// A reload request (SIGHUP, once installReloadHandler() was called) sets a flag only, which the
+// main loop takes with takeReloadRequest() at its next tick: re-reading files is no work for a
+// signal handler.
 //
 // Thread-safety: request() and requested() from any thread or a signal handler (request only);
 // waitFor() and runPeriodically() from one thread. One StopSignal at a time may own the signal
@@ -25,6 +28,10 @@ class StopSignal {
 
   // From now on SIGINT and SIGTERM request a stop.
   void installSignalHandlers();
+  // From now on SIGHUP requests a reload (see takeReloadRequest).
+  void installReloadHandler();
+  // Whether SIGHUP arrived since the last call; clears the request.
+  bool takeReloadRequest();
   void request();
   // Whether request() was called or a wait has seen a signal's request.
   bool requested() const { return requested_.load(); }
@@ -35,6 +42,7 @@ class StopSignal {
   int readFd_ = -1;
   int writeFd_ = -1;
   bool handlersInstalled_ = false;
+  bool reloadHandlerInstalled_ = false;
   std::atomic<bool> requested_{false};
 };
 

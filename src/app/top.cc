@@ -161,8 +161,8 @@ std::string nowText() {
 }
 
 // One frame: the snapshot and the reasons of the pending pods shown. Errors in words.
-Result<std::string> frame(const std::string& url, const TopOptions& options) {
-  auto reply = httpGet(url, "/debug/snapshot");
+Result<std::string> frame(const std::string& url, const ClientTls& tls, const TopOptions& options) {
+  auto reply = httpGet(url, "/debug/snapshot", tls);
   if (!reply) return Result<std::string>::failure(reply.error());
   if (reply->status != 200) {
     return Result<std::string>::failure("GET " + url + "/debug/snapshot answered " +
@@ -179,7 +179,7 @@ Result<std::string> frame(const std::string& url, const TopOptions& options) {
   for (const auto& pod : snapshot.at("pending")) {
     if (asked++ == options.maxPending) break;
     const std::string key = pendingKey(pod);
-    auto explained = httpGet(url, "/debug/explain?pod=" + urlEncode(key));
+    auto explained = httpGet(url, "/debug/explain?pod=" + urlEncode(key), tls);
     if (!explained || explained->status != 200) continue;  // gone since the snapshot: no reason
     const json doc = json::parse(explained->body, nullptr, false);
     if (doc.is_object() && doc.contains("summary")) reasons[key] = doc.value("summary", "");
@@ -194,12 +194,13 @@ Result<std::string> frame(const std::string& url, const TopOptions& options) {
 }  // namespace
 
 int runTop(const std::vector<std::string>& argv) {
-  const std::vector<FlagSpec> flags = {
-      {"url", "the service's webhook address, e.g. http://127.0.0.1:8888", ""},
+  std::vector<FlagSpec> flags = {
+      {"url", "the service's webhook address, e.g. http://127.0.0.1:8888 or https://...", ""},
       {"interval", "time between refreshes", "2s"},
       {"once", "print one view and exit", "", true},
-      {"pending", "pending pods to list (each with its reason)", "20"},
-      {"help", "show this help", "", true}};
+      {"pending", "pending pods to list (each with its reason)", "20"}};
+  for (auto& flag : clientTlsFlags()) flags.push_back(std::move(flag));
+  flags.push_back({"help", "show this help", "", true});
   const std::string summary =
       "A terminal view of a running gpufair: a bar of used / free GPUs per node, each queue's\n"
       "allocation against its deserved quota and fair share, and why pending pods wait.\n"
@@ -232,9 +233,14 @@ int runTop(const std::vector<std::string>& argv) {
     std::cerr << "gpufair: --pending must be a whole number\n";
     return 2;
   }
+  auto tls = readClientTls(*parsed);
+  if (!tls) {
+    std::cerr << "gpufair: " << tls.error() << "\n";
+    return 2;
+  }
   const std::string url = parsed->get("url");
   if (parsed->has("once")) {
-    auto text = frame(url, options);
+    auto text = frame(url, *tls, options);
     if (!text) {
       std::cerr << "gpufair: " << text.error() << "\n";
       return 1;
@@ -247,7 +253,7 @@ int runTop(const std::vector<std::string>& argv) {
   while (gTopStop == 0) {
     options.title = "gpufair top - " + url + " - " + nowText() + " (every " +
                     parsed->get("interval") + ", Ctrl-C to quit)";
-    auto text = frame(url, options);
+    auto text = frame(url, *tls, options);
     std::cout << "\x1b[H\x1b[2J" << (text ? *text : options.title + "\n\n" + text.error() + "\n")
               << std::flush;
     for (long long waited = 0; waited < *interval && gTopStop == 0; waited += 100) {

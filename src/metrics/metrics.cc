@@ -117,6 +117,10 @@ void Metrics::setQuotaHealth(QuotaHealthSource source) {
   impl_->collector->setQuotaHealth(std::move(source));
 }
 
+void Metrics::setTlsStatus(TlsStatusSource source) {
+  impl_->collector->setTlsStatus(std::move(source));
+}
+
 std::vector<std::shared_ptr<prometheus::Collectable>> Metrics::collectables() const {
   return {impl_->collector, impl_->registry};
 }

@@ -147,6 +147,22 @@ void addEvictions(Families& out, const ClusterMeasures* m,
   for (const auto& [queue, n] : counts) sample(family, static_cast<double>(n), {{"queue", queue}});
 }
 
+void addTls(Families& out, const TlsCertificateStatus& tls) {
+  sample(out.add("tls_certificate_expiry_seconds",
+                 "Seconds until the webhook server's TLS certificate (the one new connections get) "
+                 "expires; negative once it has."),
+         tls.expirySeconds);
+  sample(
+      out.add("tls_reloads_total", "Changed TLS certificate files taken into service since start.",
+              MetricType::Counter),
+      static_cast<double>(tls.reloads));
+  sample(out.add("tls_reload_errors_total",
+                 "Changed TLS certificate files refused (the old certificate stays in service; see "
+                 "/readyz and the log).",
+                 MetricType::Counter),
+         static_cast<double>(tls.reloadErrors));
+}
+
 }  // namespace
 
 void SnapshotCollector::evicted(std::string_view queue) {
@@ -193,6 +209,7 @@ std::vector<MetricFamily> SnapshotCollector::Collect() const {
                      "was rejected and the last good config stays (see /readyz)."),
              quotaHealth_() ? 1.0 : 0.0);
     }
+    if (tls_) addTls(out, tls_());
   } catch (const std::exception& e) {
     spdlog::warn("metrics: cannot read the feed or server counters: {}", e.what());
   }

@@ -27,6 +27,7 @@ class SnapshotCollector final : public prometheus::Collectable {
   void setResourceCounters(ResourceCountersSource source) { counters_ = std::move(source); }
   void setWebhookEvents(EventCountersSource source) { webhook_ = std::move(source); }
   void setQuotaHealth(QuotaHealthSource source) { quotaHealth_ = std::move(source); }
+  void setTlsStatus(TlsStatusSource source) { tls_ = std::move(source); }
   void evicted(std::string_view queue);
   std::vector<prometheus::MetricFamily> Collect() const override;
 
@@ -37,6 +38,7 @@ class SnapshotCollector final : public prometheus::Collectable {
   ResourceCountersSource counters_;
   EventCountersSource webhook_;
   QuotaHealthSource quotaHealth_;
+  TlsStatusSource tls_;
 };
 
 }  // namespace gpufair::metrics::detail

@@ -1,16 +1,12 @@
 // The webhooks over HTTPS: a round trip with a test CA, client certificates required and refused,
 // bad certificate files refused at start, and plain HTTP refused off loopback.
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-
-#include <boost/asio/ssl.hpp>
 #include <gtest/gtest.h>
 
 #include "gpufair/api/server.h"
 
 #include "k8s/fake_apiserver.h"
 #include "test_support.h"
+#include "tls_test_support.h"
 
 namespace gpufair::api {
 namespace {
@@ -23,110 +19,9 @@ using testsupport::Cluster;
 using testsupport::filterArgs;
 using testsupport::HttpClient;
 using testsupport::parseJson;
+using testsupport::PemFiles;
 using testsupport::podJson;
-
-// PEM files of the test PKI in a temporary directory, removed afterwards.
-class PemFiles {
- public:
-  PemFiles() : dir_(std::filesystem::temp_directory_path() / tempName()) {
-    std::filesystem::create_directories(dir_);
-    write("ca.pem", testPki().caPem);
-    write("server.pem", testPki().serverCertPem);
-    write("server-key.pem", testPki().serverKeyPem);
-    write("client-key.pem", testPki().clientKeyPem);
-    write("other-ca.pem", testPki().otherCaPem);
-  }
-  ~PemFiles() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
- private:
-  static std::string tempName() {
-    static int counter = 0;
-    return "gpufair-tls-test-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
-  }
-  void write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name, std::ios::binary) << text;
-  }
-  std::filesystem::path dir_;
-};
-
-struct TlsReply {
-  bool handshakeOk = false;
-  int status = 0;  // 0: no answer (the error is in `error`)
-  std::string body;
-  std::string error;
-};
-
-// A blocking HTTPS client: verifies the server against the test CA and, when asked, presents the
-// test client certificate. Every step has a deadline.
-class TlsClient {
- public:
-  TlsClient(std::uint16_t port, bool presentClientCert) : context_(asio::ssl::context::tls_client) {
-    context_.add_certificate_authority(asio::buffer(testPki().caPem));
-    context_.set_verify_mode(asio::ssl::verify_peer);
-    if (presentClientCert) {
-      context_.use_certificate_chain(asio::buffer(testPki().clientCertPem));
-      context_.use_private_key(asio::buffer(testPki().clientKeyPem), asio::ssl::context::pem);
-    }
-    stream_ = std::make_unique<Stream>(ioc_, context_);
-    stream_->next_layer().connect({asio::ip::make_address("127.0.0.1"), port});
-  }
-
-  TlsReply request(const std::string& method, const std::string& target,
-                   const std::string& body = "") {
-    TlsReply reply;
-    auto ec = runFor([&](auto done) {
-      stream_->async_handshake(asio::ssl::stream_base::client,
-                               [done](boost::system::error_code e) { done(e, 0); });
-    });
-    reply.handshakeOk = !ec;
-    if (ec) {
-      reply.error = ec.message();
-      return reply;
-    }
-    http::request<http::string_body> req{http::string_to_verb(method), target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    req.set(http::field::content_type, "application/json");
-    req.body() = body;
-    req.prepare_payload();
-    if (ec = runFor([&](auto done) { http::async_write(*stream_, req, done); }); ec) {
-      reply.error = ec.message();
-      return reply;
-    }
-    http::response<http::string_body> res;
-    if (ec = runFor([&](auto done) { http::async_read(*stream_, buffer_, res, done); }); ec) {
-      reply.error = ec.message();
-      return reply;
-    }
-    reply.status = static_cast<int>(res.result_int());
-    reply.body = res.body();
-    return reply;
-  }
-
- private:
-  using Stream = asio::ssl::stream<asio::ip::tcp::socket>;
-
-  template <typename Start>
-  boost::system::error_code runFor(Start start) {
-    std::optional<boost::system::error_code> result;
-    ioc_.restart();
-    start([&result](boost::system::error_code ec, std::size_t) { result = ec; });
-    ioc_.run_for(10s);
-    if (result) return *result;
-    boost::system::error_code ignored;
-    stream_->next_layer().cancel(ignored);
-    ioc_.run();
-    return asio::error::timed_out;
-  }
-
-  asio::io_context ioc_;
-  asio::ssl::context context_;
-  std::unique_ptr<Stream> stream_;
-  boost::beast::flat_buffer buffer_;
-};
+using testsupport::TlsClient;
 
 class ServerTlsTest : public ::testing::Test {
  protected:

@@ -67,6 +67,19 @@ TEST(ServeConfigTest, DefaultsServeTheApiServerWithTheDocumentedSettings) {
   EXPECT_TRUE(c.metricsEnabled());
 }
 
+TEST(ServeConfigTest, TlsRotationAndClientNames) {
+  const ServeConfig c =
+      parseOk({"--tls-cert", "c.pem", "--tls-key", "k.pem", "--client-ca", "ca.pem",
+               "--client-allowed-names", "kube-scheduler,gpufair-scheduler.gpufair-system",
+               "--tls-reload-period", "30s"});
+  EXPECT_EQ(c.server.tls.clientAllowedNames,
+            (std::vector<std::string>{"kube-scheduler", "gpufair-scheduler.gpufair-system"}));
+  EXPECT_EQ(c.server.tls.reloadPeriod, 30s);
+  const ServeConfig defaults = parseOk({"--tls-cert", "c.pem", "--tls-key", "k.pem"});
+  EXPECT_TRUE(defaults.server.tls.clientAllowedNames.empty());
+  EXPECT_EQ(defaults.server.tls.reloadPeriod, 5s);
+}
+
 TEST(ServeConfigTest, EveryServerAndMirrorFlagLandsInTheConfig) {
   const ServeConfig c = parseOk({"--listen",
                                  "0.0.0.0:0",
@@ -246,6 +259,16 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"ClientCaWithoutTls",
                     {"--client-ca", "ca.pem"},
                     "--client-ca needs --tls-cert and --tls-key"},
+        InvalidCase{"AllowedNamesWithoutClientCa",
+                    {"--tls-cert", "c.pem", "--tls-key", "k.pem", "--client-allowed-names", "a"},
+                    "--client-allowed-names needs --client-ca (client certificates)"},
+        InvalidCase{"AllowedNamesWithAnEmptyName",
+                    {"--tls-cert", "c.pem", "--tls-key", "k.pem", "--client-ca", "ca.pem",
+                     "--client-allowed-names", "a,,b"},
+                    "--client-allowed-names: an empty name in \"a,,b\""},
+        InvalidCase{"TlsReloadPeriod",
+                    {"--tls-reload-period", "often"},
+                    "--tls-reload-period: \"often\"" + kDuration},
         InvalidCase{
             "ReadTimeout", {"--read-timeout", "soon"}, "--read-timeout: \"soon\"" + kDuration},
         InvalidCase{"IdleTimeout", {"--idle-timeout", "x"}, "--idle-timeout: \"x\"" + kDuration},

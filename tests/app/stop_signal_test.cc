@@ -43,6 +43,16 @@ TEST(StopSignalTest, SigtermRequestsAStopOnceHandlersAreInstalled) {
   EXPECT_TRUE(stop.requested());
 }
 
+TEST(StopSignalTest, SighupRequestsAReloadOnceAndDoesNotStop) {
+  StopSignal stop;
+  stop.installReloadHandler();
+  EXPECT_FALSE(stop.takeReloadRequest());
+  ASSERT_EQ(std::raise(SIGHUP), 0);  // handled: the process goes on
+  EXPECT_TRUE(stop.takeReloadRequest());
+  EXPECT_FALSE(stop.takeReloadRequest()) << "taken";
+  EXPECT_FALSE(stop.waitFor(1ms)) << "a reload is no stop";
+}
+
 TEST(RunPeriodicallyTest, TicksEveryPeriodUntilStopped) {
   StopSignal stop;
   std::atomic<int> ticks{0};

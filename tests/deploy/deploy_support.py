@@ -64,6 +64,22 @@ VALUE_VARIANTS = {
     "metrics-off": {"metrics": {"service": {"enabled": False}}},
 }
 
+# Layout separate (gpufair in its own Deployment behind a Service): rendered by test_helm.py, which
+# checks what differs from the sidecar layout the variants above share.
+SEPARATE_VARIANTS = {
+    "separate": {
+        "layout": "separate",
+        "tls": {"enabled": True, "secretName": "gpufair-webhook-tls",
+                "schedulerSecretName": "gpufair-scheduler-tls"},
+    },
+    "separate-own-scheduler": {
+        "layout": "separate",
+        "separate": {"deployScheduler": False, "replicas": 2},
+        "tls": {"enabled": True, "secretName": "gpufair-webhook-tls",
+                "clientNames": ["my-scheduler", "my-scheduler.example"]},
+    },
+}
+
 
 def rel(path):
     return os.path.relpath(path, ROOT)
@@ -125,7 +141,8 @@ def helm(*args, values=None):
 def variant_args(variant, release=RELEASE, namespace=NAMESPACE):
     if variant == "other-release":
         release, namespace = "gpu-sched", "scheduling"
-    return release, namespace, copy.deepcopy(VALUE_VARIANTS[variant])
+    values = VALUE_VARIANTS[variant] if variant in VALUE_VARIANTS else SEPARATE_VARIANTS[variant]
+    return release, namespace, copy.deepcopy(values)
 
 
 SOURCE = re.compile(r"^# Source: (\S+)$", re.M)

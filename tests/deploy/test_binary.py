@@ -16,8 +16,8 @@ import urllib.request
 
 import yaml
 
-from deploy_support import (CHART, EXAMPLES, MANIFESTS, ROOT, VALUE_VARIANTS, manifest_objects,
-                            render)
+from deploy_support import (CHART, EXAMPLES, MANIFESTS, ROOT, SEPARATE_VARIANTS, VALUE_VARIANTS,
+                            manifest_objects, render)
 
 BINARY = os.environ.get("GPUFAIR_BINARY", "")
 PROBE = os.path.join(ROOT, "deploy", "image", "gpufair-probe")
@@ -41,9 +41,9 @@ def serve_flags():
 
 
 def gpufair_args(objects):
-    deployment = next(o for o in objects if o["kind"] == "Deployment")
-    containers = deployment["spec"]["template"]["spec"]["containers"]
-    return next(c for c in containers if c["name"] == "gpufair")["args"]
+    """The args of the gpufair container (beside kube-scheduler, or in its own Deployment)."""
+    return next(c for o in objects if o["kind"] == "Deployment"
+                for c in o["spec"]["template"]["spec"]["containers"] if c["name"] == "gpufair")["args"]
 
 
 @unittest.skipUnless(BINARY, "GPUFAIR_BINARY is not set (ctest sets it)")
@@ -105,7 +105,7 @@ class BinaryTest(unittest.TestCase):
     def test_deployment_passes_only_known_flags(self):
         known = serve_flags() | PENDING_FLAGS
         self.assertIn("scorer", known)
-        for variant in VALUE_VARIANTS:
+        for variant in [*VALUE_VARIANTS, *SEPARATE_VARIANTS]:
             with self.subTest(variant):
                 args = gpufair_args([o for _, o in render(variant)])
                 self.assertEqual(args[0], "serve")
@@ -310,7 +310,8 @@ class ProbeTest(unittest.TestCase):
                 os.makedirs(directory, exist_ok=True)
                 subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
                                 "-days", "1", "-subj", "/CN=" + cn,
-                                "-addext", "subjectAltName=IP:127.0.0.1",
+                                "-addext",
+                                "subjectAltName=IP:127.0.0.1,DNS:gpufair-webhook.gpufair-system.svc",
                                 "-addext", "extendedKeyUsage=serverAuth,clientAuth",
                                 "-keyout", os.path.join(directory, "tls.key"),
                                 "-out", os.path.join(directory, "tls.crt")],
@@ -342,6 +343,10 @@ class ProbeTest(unittest.TestCase):
                         continue  # it could not listen there
                     self.assertEqual(out.returncode, 0, out.stderr)
                     self.assertEqual(self.probe(url, other).returncode, 1)  # untrusted
+                    # Layout separate: the certificate checked for the Service's name.
+                    out = self.probe(url, good, "gpufair-webhook.gpufair-system.svc")
+                    self.assertEqual(out.returncode, 0, out.stderr)
+                    self.assertEqual(self.probe(url, good, "other.example").returncode, 1)
                     return
                 finally:
                     server.terminate()

@@ -9,8 +9,8 @@ import unittest
 import yaml
 
 from deploy_support import (CHART, CLUSTER_SCOPED, EXAMPLES, NAMESPACE, NAMESPACED,
-                            VALUE_VARIANTS, key, load_yaml_documents, manifest_objects, rel,
-                            render, render_notes)
+                            SEPARATE_VARIANTS, VALUE_VARIANTS, key, load_yaml_documents,
+                            manifest_objects, rel, render, render_notes)
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # RBAC object names may also hold ':' (system:...), like the upstream ones.
@@ -92,7 +92,7 @@ class WellFormedTest(unittest.TestCase):
 
     def test_every_chart_template_renders_yaml_objects(self):
         produced = set()
-        for variant in VALUE_VARIANTS:
+        for variant in [*VALUE_VARIANTS, *SEPARATE_VARIANTS]:
             with self.subTest(variant):
                 objects = render(variant)  # raises on a template or YAML error
                 self.assertGreater(len(objects), 8)

@@ -43,8 +43,25 @@ struct TestPki {
   std::string clientCertPem;
   std::string clientKeyPem;
   std::string otherCaPem;  // signs nothing the server presents: verification must fail
+  std::string caKeyPem;    // for issueTestCert
 };
 const TestPki& testPki();
+
+// A certificate signed by testPki()'s CA, for tests that need their own names, serial or lifetime.
+struct TestCertRequest {
+  std::string commonName;
+  long serial = 100;
+  std::string altNames;                     // "DNS:a,IP:127.0.0.1", or empty
+  bool client = false;                      // extended key usage clientAuth, else serverAuth
+  long notBeforeSeconds = -3600;            // from now
+  long notAfterSeconds = 365L * 24 * 3600;  // from now
+  bool rsa = false;                         // an RSA 2048 key instead of EC P-256
+};
+struct TestCert {
+  std::string certPem;
+  std::string keyPem;
+};
+TestCert issueTestCert(const TestCertRequest& request);
 
 struct FakeApiServerOptions {
   bool tls = false;

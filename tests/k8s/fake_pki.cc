@@ -8,6 +8,7 @@
 #include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/rsa.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -47,13 +48,14 @@ void addExtension(X509* cert, X509* issuer, int nid, const char* value) {
 
 // Signs a certificate for `key` with `issuerKey` (self-signed when issuer is null).
 CertPtr makeCert(EVP_PKEY* key, const std::string& commonName, X509* issuer, EVP_PKEY* issuerKey,
-                 long serial, bool ca, const char* altNames, const char* extendedUsage) {
+                 long serial, bool ca, const char* altNames, const char* extendedUsage,
+                 long notBefore = -3600, long notAfter = 3600L * 24 * 365) {
   CertPtr cert(X509_new());
   check(cert != nullptr, "X509_new");
   X509_set_version(cert.get(), 2);
   ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), serial);
-  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 3600L * 24 * 365);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), notBefore);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), notAfter);
   X509_set_pubkey(cert.get(), key);
   X509_NAME* name = X509_get_subject_name(cert.get());
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
@@ -119,6 +121,7 @@ TestPki generate() {
   pki.clientCertPem = certPem(client.get());
   pki.clientKeyPem = keyPem(clientKey.get());
   pki.otherCaPem = certPem(other.get());
+  pki.caKeyPem = keyPem(caKey.get());
   return pki;
 }
 
@@ -127,6 +130,24 @@ TestPki generate() {
 const TestPki& testPki() {
   static const TestPki pki = generate();
   return pki;
+}
+
+TestCert issueTestCert(const TestCertRequest& request) {
+  const TestPki& pki = testPki();
+  BIO* caBio = BIO_new_mem_buf(pki.caPem.data(), static_cast<int>(pki.caPem.size()));
+  CertPtr ca(PEM_read_bio_X509(caBio, nullptr, nullptr, nullptr));
+  BIO_free(caBio);
+  BIO* keyBio = BIO_new_mem_buf(pki.caKeyPem.data(), static_cast<int>(pki.caKeyPem.size()));
+  KeyPtr caKey(PEM_read_bio_PrivateKey(keyBio, nullptr, nullptr, nullptr));
+  BIO_free(keyBio);
+  check(ca != nullptr && caKey != nullptr, "reading the test CA");
+  KeyPtr key(request.rsa ? EVP_RSA_gen(2048) : EVP_EC_gen("P-256"));
+  check(key != nullptr, "generating a key");
+  auto cert = makeCert(key.get(), request.commonName, ca.get(), caKey.get(), request.serial, false,
+                       request.altNames.empty() ? nullptr : request.altNames.c_str(),
+                       request.client ? "clientAuth" : "serverAuth", request.notBeforeSeconds,
+                       request.notAfterSeconds);
+  return TestCert{certPem(cert.get()), keyPem(key.get())};
 }
 
 }  // namespace gpufair::k8s::fake

@@ -174,6 +174,22 @@ TEST(Metrics, WebhookEventsAndQuotaHealthAreReadAtScrapeTime) {
   EXPECT_EQ(m.value("gpufair_quota_config_valid"), 0);
 }
 
+TEST(Metrics, TlsCertificateStatusIsReadAtScrapeTime) {
+  Metrics metrics([] { return smallCluster(); });
+  auto m = parseExposition(metrics.render());
+  EXPECT_TRUE(m.series("gpufair_tls_certificate_expiry_seconds").empty());  // plain HTTP
+  TlsCertificateStatus status{86400.5, 1, 0};
+  metrics.setTlsStatus([&status] { return status; });
+  m = parseExposition(metrics.render());
+  EXPECT_EQ(m.value("gpufair_tls_certificate_expiry_seconds"), 86400.5);
+  EXPECT_EQ(m.value("gpufair_tls_reloads_total"), 1);
+  EXPECT_EQ(m.value("gpufair_tls_reload_errors_total"), 0);
+  status = {-30, 1, 2};  // expired, and two replacements refused
+  m = parseExposition(metrics.render());
+  EXPECT_EQ(m.value("gpufair_tls_certificate_expiry_seconds"), -30);
+  EXPECT_EQ(m.value("gpufair_tls_reload_errors_total"), 2);
+}
+
 TEST(Metrics, ASnapshotSourceThatFailsLeavesTheCounters) {
   Metrics metrics([]() -> policy::SnapshotPtr { throw std::runtime_error("mirror gone"); });
   metrics.filterRejected("gang");

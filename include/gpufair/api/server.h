@@ -15,6 +15,17 @@
 //                                        twice that the connection is closed at once
 //                                                                          (connectionsRefused)
 //   TLS handshake failed or not done within readTimeout -> closed      (tlsHandshakeFailures)
+//   client certificate valid but its CN / DNS names not in tls.clientAllowedNames -> handshake
+//                                        refused                        (clientNamesRefused)
+// TLS follows Mozilla's "intermediate" policy: TLS 1.2 with ECDHE key exchange and AEAD ciphers
+// only (AES-GCM, ChaCha20-Poly1305), and TLS 1.3 with OpenSSL's suites.
+// Certificate rotation: every tls.reloadPeriod (and on reloadTls()) the certificate, key and client
+// CA files are read again; when their contents changed, a new TLS context is built from them and
+// serves every connection accepted from then on; connections already open keep theirs. A change
+// that cannot be used (unparsable, key of another certificate, certificate expired) keeps the old
+// context in force: logged, counted in TlsState::reloadErrors and reported by tlsState(). A change
+// seen by the periodic check is applied or refused once the files are the same at two checks in a
+// row, so a certificate and key copied one after the other are not refused half-way.
 // All error bodies are {"Error": "..."}. Beast, Asio and OpenSSL stay out of this header.
 // Thread-safety: start() and stop() from one controlling thread; port() and stats() from any
 // thread.
@@ -27,18 +38,36 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gpufair/api/http.h"
 #include "gpufair/common/status.h"
 
 namespace gpufair::api {
 
-// PEM files, read at start(). An empty certFile means plain HTTP.
+// PEM files, read at start() and again when they change. An empty certFile means plain HTTP.
 struct TlsOptions {
   std::string certFile;      // the server certificate chain, leaf first
   std::string keyFile;       // its private key
   std::string clientCaFile;  // when set, clients must present a certificate this CA signed
+  // With clientCaFile: when not empty, only client certificates whose subject CN or one of whose
+  // DNS subject alternative names is listed here (exactly) are served.
+  std::vector<std::string> clientAllowedNames;
+  // How often the files are checked for changes; 0: only when reloadTls() is called.
+  std::chrono::milliseconds reloadPeriod{5'000};
   bool enabled() const { return !certFile.empty(); }
+};
+
+// The certificate the server presents to new connections, and how rotation went.
+struct TlsState {
+  bool enabled = false;            // false: plain HTTP, the rest is empty
+  std::string serial;              // of the served leaf certificate, hex ("1A2B")
+  std::string subject;             // its subject, one line ("CN=gpufair.gpufair-system.svc")
+  std::vector<std::string> names;  // its DNS and IP subject alternative names
+  std::chrono::system_clock::time_point notAfter;  // its expiry
+  std::uint64_t reloads = 0;       // new certificates taken into service since start()
+  std::uint64_t reloadErrors = 0;  // changed files refused since start()
+  std::string lastError;           // why the files on disk are not served; empty when they are
 };
 
 struct ServerOptions {
@@ -66,7 +95,8 @@ struct ServerStats {
   std::atomic<std::uint64_t> writeTimeouts{0};       // answer not taken by the client in time
   std::atomic<std::uint64_t> idleClosed{0};          // keep-alive connections closed when idle
   std::atomic<std::uint64_t> tlsHandshakeFailures{0};
-  std::atomic<std::uint64_t> handlerErrors{0};  // 500: the handler threw
+  std::atomic<std::uint64_t> clientNamesRefused{0};  // CA-signed, but not an allowed name
+  std::atomic<std::uint64_t> handlerErrors{0};       // 500: the handler threw
 };
 
 struct ListenAddress {
@@ -95,6 +125,12 @@ class ExtenderServer {
   std::uint16_t port() const;
   bool tls() const;
   const ServerStats& stats() const;
+  // Reads the TLS files now and serves a changed, usable set to new connections (for SIGHUP).
+  // Ok when the files are served (changed or not); the error says why a change was refused (the
+  // old certificate stays). Ok without TLS. Thread-safe.
+  Status reloadTls();
+  // Thread-safe.
+  TlsState tlsState() const;
 
  private:
   class Impl;

@@ -18,9 +18,10 @@
 //   gpufair_reclaim_evictions_total{queue}
 // Read at scrape time from sources set before serving: gpufair_mirror_*, gpufair_watch_* (the
 // list/watch feed), gpufair_webhook_events_total{event} (the server's limits),
-// gpufair_quota_config_valid.
-// Label values outside the documented sets (verbs, results, rejection reasons) are counted as
-// "other", so no caller can make a label unbounded.
+// gpufair_quota_config_valid, and with TLS gpufair_tls_certificate_expiry_seconds (of the
+// certificate served to new connections), gpufair_tls_reloads_total,
+// gpufair_tls_reload_errors_total. Label values outside the documented sets (verbs, results,
+// rejection reasons) are counted as "other", so no caller can make a label unbounded.
 //
 // Thread-safety: every method is thread-safe; requestObserved, filterRejected and reclaimEvicted
 // take no lock held by a scrape for more than a counter update. setResourceCounters must be called
@@ -61,6 +62,13 @@ using EventCountersSource = std::function<std::vector<std::pair<std::string, std
 // Whether the quota ConfigMaps as they are now are in force (false: a change was rejected and the
 // last good config stays); gpufair_quota_config_valid, absent in file mode.
 using QuotaHealthSource = std::function<bool()>;
+// The webhook server's TLS certificate and its rotation.
+struct TlsCertificateStatus {
+  double expirySeconds = 0;  // until the served certificate's notAfter; negative once expired
+  std::uint64_t reloads = 0;
+  std::uint64_t reloadErrors = 0;
+};
+using TlsStatusSource = std::function<TlsCertificateStatus()>;
 
 // The verb and result label values requestObserved keeps; anything else becomes "other".
 inline constexpr std::string_view kVerbs[] = {"filter",         "prioritize",    "preempt",
@@ -97,6 +105,8 @@ class Metrics {
   void setWebhookEvents(EventCountersSource source);
   // Where quota-config health comes from (a cluster only). Call before serving.
   void setQuotaHealth(QuotaHealthSource source);
+  // Where the TLS certificate's status comes from (with TLS only). Call before serving.
+  void setTlsStatus(TlsStatusSource source);
 
   // Everything in Prometheus' text exposition format (what GET /metrics returns).
   std::string render() const;

@@ -37,3 +37,58 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "gpufair.scheme" -}}
 {{- if .Values.tls.enabled -}}https{{- else -}}http{{- end -}}
 {{- end -}}
+
+{{/* Layout separate: gpufair in its own Deployment behind the webhook Service. */}}
+{{- define "gpufair.separate" -}}
+{{- if eq .Values.layout "separate" -}}true{{- end -}}
+{{- end -}}
+
+{{/* The webhook Service's DNS name, which gpufair's certificate carries in layout separate. */}}
+{{- define "gpufair.webhookHost" -}}
+{{- printf "%s-webhook.%s.svc" (include "gpufair.fullname" .) .Release.Namespace -}}
+{{- end -}}
+
+{{/* Where kube-scheduler calls the extender. */}}
+{{- define "gpufair.extenderUrl" -}}
+{{- if include "gpufair.separate" . -}}
+{{- printf "https://%s:%v" (include "gpufair.webhookHost" .) .Values.gpufair.port -}}
+{{- else -}}
+{{- printf "%s://127.0.0.1:%v" (include "gpufair.scheme" .) .Values.gpufair.port -}}
+{{- end -}}
+{{- end -}}
+
+{{/* --client-allowed-names: tls.clientNames, or in layout separate the scheduler's certificate
+name and gpufair's own (its probes present it). Empty: any certificate of the client CA. */}}
+{{- define "gpufair.clientNames" -}}
+{{- if .Values.tls.clientNames -}}
+{{- join "," .Values.tls.clientNames -}}
+{{- else if include "gpufair.separate" . -}}
+{{- printf "%s-scheduler,%s" (include "gpufair.fullname" .) (include "gpufair.webhookHost" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The scheduler pods' selector: in layout separate they and gpufair's pods differ by component. */}}
+{{- define "gpufair.schedulerSelectorLabels" -}}
+{{ include "gpufair.selectorLabels" . }}
+{{- if include "gpufair.separate" . }}
+app.kubernetes.io/component: scheduler
+{{- end }}
+{{- end -}}
+
+{{- define "gpufair.extenderSelectorLabels" -}}
+{{ include "gpufair.selectorLabels" . }}
+app.kubernetes.io/component: extender
+{{- end -}}
+
+{{/* gpufair's TLS flags (both layouts). */}}
+{{- define "gpufair.tlsArgs" -}}
+{{- $tlsDir := include "gpufair.tlsDir" . -}}
+- --tls-cert={{ $tlsDir }}/tls.crt
+- --tls-key={{ $tlsDir }}/tls.key
+{{- if .Values.tls.clientAuth }}
+- --client-ca={{ $tlsDir }}/ca.crt
+{{- with include "gpufair.clientNames" . }}
+- --client-allowed-names={{ . }}
+{{- end }}
+{{- end }}
+{{- end -}}
