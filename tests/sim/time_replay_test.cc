@@ -1,0 +1,151 @@
+#include "gpufair/sim/time_replay.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "gpufair/sim/time_report.h"
+
+#include "sim/sim_testing.h"
+
+namespace gpufair::sim {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+NodeRow node(std::string name, int gpus) {
+  return NodeRow{std::move(name), 64000, 1 << 20, gpus, "A", 0};
+}
+
+PodRow pod(std::string name, int gpus) {
+  return PodRow{std::move(name), 1000, 1024, gpus, gpus > 0 ? 1000 : 0, {}, 0};
+}
+
+const WaitStats* waitsOf(const TimeReplayResult& r, const std::string& size) {
+  for (const auto& w : r.waits) {
+    if (w.size == size) return &w;
+  }
+  return nullptr;
+}
+
+// One 8-GPU node. a (4 GPUs) runs 0-100, c (4 GPUs) 5-50; big (8 GPUs) arrives at 10 for 10 s:
+// it waits through c's departure (4 free is not 8) until a leaves at 100, then runs 100-110.
+TEST(TimeReplay, WaitingPodsStartWhenTheirRoomIsFreed) {
+  auto s = scenarioFromRows({node("n", 8)}, {pod("a", 4), pod("big", 8), pod("c", 4)}, "t");
+  ASSERT_TRUE(s.ok());
+  const std::vector<PodLifetime> life{{0, 100}, {10, 20}, {5, 50}};
+  TimeReplayOptions options;
+  options.scorer = "bestfit";
+  options.samples = 110;
+  auto r = replayOverTime(*s, life, options);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->pods, 3u);
+  EXPECT_EQ(r->placed, 3u);
+  EXPECT_EQ(r->span, 110);
+  const WaitStats* big = waitsOf(*r, "8");
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(big->p50, 90);
+  EXPECT_EQ(big->neverPlaced, 0u);
+  EXPECT_EQ(waitsOf(*r, "4")->max, 0);
+  // At t=30: a and c... c left at 50, so at 30 a and c run, big waits.
+  const TimeSample& at30 = r->samples[30];
+  EXPECT_EQ(at30.time, 30);
+  EXPECT_EQ(at30.allocated, 8000);
+  EXPECT_EQ(at30.pending, 8000);
+  EXPECT_EQ(at30.waiting, 1u);
+  EXPECT_EQ(r->samples[105].allocated, 8000) << "big runs";
+  EXPECT_EQ(r->samples[105].pending, 0);
+  // Time-weighted: 4 GPUs 0-5, 8 GPUs 5-50, 4 GPUs 50-100, 8 GPUs 100-110, over 110 s of 8 GPUs.
+  EXPECT_NEAR(r->meanAllocatedPercent, 100.0 * (20 + 360 + 200 + 80) / (8.0 * 110), 1e-9);
+}
+
+// First come, first served: of two waiting pods the earlier gets the room, even when the later
+// one is smaller; a pod that never fits is counted apart.
+TEST(TimeReplay, RetriesInArrivalOrderAndCountsPodsThatNeverStart) {
+  auto s = scenarioFromRows(
+      {node("n", 4)}, {pod("hold", 4), pod("first", 3), pod("second", 2), pod("huge", 8)}, "t");
+  ASSERT_TRUE(s.ok());
+  const std::vector<PodLifetime> life{{0, 10}, {1, 11}, {2, 12}, {3, 4}};
+  TimeReplayOptions options;
+  options.scorer = "bestfit";
+  auto r = replayOverTime(*s, life, options);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->placed, 3u);
+  EXPECT_EQ(waitsOf(*r, "other")->p50, 9) << "first (3 GPUs) starts at 10 when hold leaves";
+  EXPECT_EQ(waitsOf(*r, "2")->p50, 18) << "second waits for first to leave at 20";
+  EXPECT_EQ(waitsOf(*r, "8")->neverPlaced, 1u);
+}
+
+// The controller hook: what it evicts waits again and runs its whole duration once more.
+TEST(TimeReplay, ControllerEvictionsAreCountedAndThePodRunsAgain) {
+  auto s = scenarioFromRows({node("n", 4)}, {pod("victim", 4)}, "t");
+  ASSERT_TRUE(s.ok());
+  const std::vector<PodLifetime> life{{0, 100}};
+  TimeReplayOptions options;
+  options.scorer = "bestfit";
+  options.controllerPeriod = 50;
+  int calls = 0;
+  options.controller = [&calls, &s](ServiceCluster& cluster, std::int64_t now) {
+    ControllerStep step;
+    if (++calls == 2) {  // at t=50
+      EXPECT_EQ(now, 50);
+      cluster.remove(s->templates[0].uid);
+      step.evicted.push_back(s->templates[0].uid);
+    }
+    return step;
+  };
+  auto r = replayOverTime(*s, life, options);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->evictions, 1u);
+  EXPECT_EQ(r->placed, 1u);
+  EXPECT_EQ(r->span, 150) << "runs again from 50 for its 100 s";
+}
+
+TEST(TimeReplay, MismatchedLifetimesAreAnError) {
+  auto s = scenarioFromRows({node("n", 4)}, {pod("p", 1)}, "t");
+  ASSERT_TRUE(s.ok());
+  TimeReplayOptions options;
+  options.scorer = "bestfit";
+  auto r = replayOverTime(*s, std::vector<PodLifetime>{}, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error(), HasSubstr("0 lifetimes for 1 pods"));
+}
+
+// A slice of the openb default list with its times, through fgd: every pod is accounted for, the
+// allocation never passes the capacity, and the reports carry every policy.
+TEST(TimeReplay, OpenbSlice) {
+  if (!testing::haveTrace()) GTEST_SKIP() << "openb trace not found under ../shared";
+  const std::string podsCsv = testing::sliceOf("openb_pod_list_default.csv", 10, 600);
+  auto nodes = parseNodeCsv(testing::sliceOf("openb_node_list_gpu_node.csv", 40, 30), "nodes");
+  auto pods = parsePodCsv(podsCsv, "pods");
+  auto life = parsePodLifetimes(podsCsv, "pods");
+  ASSERT_TRUE(nodes.ok() && pods.ok() && life.ok());
+  auto s = scenarioFromRows(*nodes, *pods, "slice");
+  ASSERT_TRUE(s.ok());
+  TimeReport report;
+  report.source = "slice";
+  for (const char* name : {"fgd", "bestfit"}) {
+    TimeReplayOptions options;
+    options.scorer = name;
+    auto r = replayOverTime(*s, *life, options);
+    ASSERT_TRUE(r.ok()) << r.error();
+    std::size_t counted = 0;
+    for (const auto& w : r->waits) counted += w.pods;
+    EXPECT_EQ(counted, 600u) << name;
+    EXPECT_GT(r->placed, 0u);
+    for (const auto& sample : r->samples) {
+      EXPECT_LE(sample.allocated, r->capacity) << name << " at " << sample.time;
+    }
+    EXPECT_GT(r->meanAllocatedPercent, 0.0);
+    report.policies.push_back(name);
+    report.results.push_back(std::move(r.value()));
+  }
+  EXPECT_THAT(timeSummary(report), HasSubstr("bestfit"));
+  EXPECT_THAT(timeJson(report), HasSubstr("\"schema\": \"gpufair.simulate.time/v1\""));
+  const std::string svg = timePlotSvg(report, "");
+  EXPECT_THAT(svg, HasSubstr("class=\"curve allocated\" data-policy=\"fgd\""));
+  EXPECT_THAT(svg, HasSubstr("class=\"curve pending\" data-policy=\"bestfit\""));
+}
+
+}  // namespace
+}  // namespace gpufair::sim
