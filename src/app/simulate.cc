@@ -70,6 +70,10 @@ const std::vector<FlagSpec>& simulateFlags() {
        "trace duration and leave; pods that do not fit wait and are retried (service path, first "
        "seed; needs an openb pod list with creation_time and deletion_time)",
        "", true},
+      {"offered-load",
+       "with --over-time: speed the arrivals up (durations unchanged) until the pods ask this x "
+       "the GPU capacity on average (default: the trace's own times)",
+       ""},
       {"progress", "draw the progress bar even when stderr is not a terminal", "", true},
       {"help", "show this help", "", true},
   };
@@ -315,6 +319,7 @@ int runSimulate(const std::vector<std::string>& argv) {
     options.service.queues = std::move(queues.value());
   }
   if (args.has("over-time")) return runSimulateOverTime(args, options);
+  if (args.has("offered-load")) return fail("--offered-load needs --over-time", 2);
   auto scenario = loadScenario(args, csv);
   if (!scenario) return fail(scenario.error(), 1);
 

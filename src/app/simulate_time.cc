@@ -29,8 +29,8 @@ bool writeFile(const std::string& path, const std::string& text) {
 
 // Every policy's replay, on a pool of threads; the first error, or "".
 std::string replayAll(const sim::Scenario& scenario, const std::vector<sim::PodLifetime>& lifetimes,
-                      const sim::SimulationOptions& options, std::atomic<std::size_t>& done,
-                      std::vector<sim::TimeReplayResult>& results) {
+                      const sim::SimulationOptions& options, double speedup,
+                      std::atomic<std::size_t>& done, std::vector<sim::TimeReplayResult>& results) {
   results.resize(options.policies.size());
   std::atomic<std::size_t> next{0};
   std::mutex mu;
@@ -42,6 +42,7 @@ std::string replayAll(const sim::Scenario& scenario, const std::vector<sim::PodL
       to.seed = options.seeds.front();
       to.cluster = options.service;
       to.progress = &done;
+      to.arrivalSpeedup = speedup;
       auto result = sim::replayOverTime(scenario, lifetimes, to);
       std::lock_guard lock(mu);
       if (!result) {
@@ -74,6 +75,18 @@ int runSimulateOverTime(const ParsedArgs& args, const sim::SimulationOptions& op
   auto lifetimes = sim::loadPodLifetimes(args.get("pods"));
   if (!lifetimes) return fail(lifetimes.error(), 1);
 
+  double load = 0;
+  try {
+    load = args.has("offered-load") ? std::stod(args.get("offered-load")) : 0;
+  } catch (const std::exception&) {
+    load = -1;
+  }
+  if (!(load >= 0) || load > 100)
+    return fail("--offered-load \"" + args.get("offered-load") + "\" is not a number in [0, 100]",
+                2);
+  const double unsped = sim::arrivalSpeedupFor(*scenario, *lifetimes, 1.0);
+  const double speedup = load > 0 ? sim::arrivalSpeedupFor(*scenario, *lifetimes, load) : 1.0;
+
   const bool quiet = args.has("quiet");
   const bool bar = !quiet && (args.has("progress") || ::isatty(STDERR_FILENO));
   std::atomic<std::size_t> done{0};
@@ -91,7 +104,8 @@ int runSimulateOverTime(const ParsedArgs& args, const sim::SimulationOptions& op
   }
   const auto start = std::chrono::steady_clock::now();
   sim::TimeReport report;
-  const std::string error = replayAll(*scenario, *lifetimes, options, done, report.results);
+  const std::string error =
+      replayAll(*scenario, *lifetimes, options, speedup, done, report.results);
   stop = true;
   if (progress.joinable()) progress.join();
   if (!error.empty()) return fail(error, 1);
@@ -102,6 +116,8 @@ int runSimulateOverTime(const ParsedArgs& args, const sim::SimulationOptions& op
   report.queues =
       args.has("queues") ? "queues from " + args.get("queues") : "one queue holding the cluster";
   report.policies = options.policies;
+  report.arrivalSpeedup = speedup;
+  report.offeredLoad = unsped > 0 ? speedup / unsped : 0;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << sim::timeSummary(report);
   if (args.has("json") && !writeFile(args.get("json"), sim::timeJson(report)))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -53,9 +54,16 @@ class TimeReplayer {
     for (const policy::Pod& pod : scenario.running) allocated_ += pod.holdsGpus() ? pod.gpus : 0;
     arrivals_.resize(scenario.templates.size());
     for (std::size_t i = 0; i < arrivals_.size(); ++i) arrivals_[i] = i;
-    std::stable_sort(arrivals_.begin(), arrivals_.end(), [&](std::size_t a, std::size_t b) {
-      return lifetimes[a].created < lifetimes[b].created;
-    });
+    std::int64_t first = INT64_MAX;
+    for (const PodLifetime& life : lifetimes) first = std::min(first, life.created);
+    const double speedup = options.arrivalSpeedup > 0 ? options.arrivalSpeedup : 1.0;
+    arrivalAt_.resize(lifetimes.size());
+    for (std::size_t i = 0; i < lifetimes.size(); ++i) {
+      arrivalAt_[i] =
+          first + std::llround(static_cast<double>(lifetimes[i].created - first) / speedup);
+    }
+    std::stable_sort(arrivals_.begin(), arrivals_.end(),
+                     [&](std::size_t a, std::size_t b) { return arrivalAt_[a] < arrivalAt_[b]; });
   }
 
   TimeReplayResult run() {
@@ -63,16 +71,16 @@ class TimeReplayer {
     out.capacity = scenario_.gpuCapacity();
     out.pods = arrivals_.size();
     if (arrivals_.empty()) return out;
-    t0_ = lifetimes_[arrivals_.front()].created;
+    t0_ = arrivalAt_[arrivals_.front()];
     std::int64_t last = t0_;
-    for (std::size_t i : arrivals_) last = std::max(last, lifetimes_[i].deleted);
+    for (std::size_t i : arrivals_) last = std::max(last, arrivalAt_[i] + durationOf(i));
     const std::int64_t step =
         std::max<std::int64_t>(1, (last - t0_) / std::max(1, options_.samples));
     std::int64_t nextSample = t0_, nextControl = t0_, now = t0_;
     std::size_t next = 0;
     while (next < arrivals_.size() || !departures_.empty()) {
       const std::int64_t arrival =
-          next < arrivals_.size() ? lifetimes_[arrivals_[next]].created : INT64_MAX;
+          next < arrivals_.size() ? arrivalAt_[arrivals_[next]] : INT64_MAX;
       const std::int64_t departure = departures_.empty() ? INT64_MAX : departures_.top().at;
       std::int64_t t = std::min(arrival, departure);
       if (options_.controller) t = std::min(t, nextControl);
@@ -86,7 +94,7 @@ class TimeReplayer {
         nextControl = t + std::max<std::int64_t>(1, options_.controllerPeriod);
       }
       if (freed) retry(t);
-      for (; next < arrivals_.size() && lifetimes_[arrivals_[next]].created == t; ++next) {
+      for (; next < arrivals_.size() && arrivalAt_[arrivals_[next]] == t; ++next) {
         if (!offer(arrivals_[next], t)) waiting_.push_back(arrivals_[next]);
         if (options_.progress) options_.progress->fetch_add(1, std::memory_order_relaxed);
       }
@@ -108,6 +116,10 @@ class TimeReplayer {
     return o;
   }
 
+  std::int64_t durationOf(std::size_t i) const {
+    return lifetimes_[i].deleted - lifetimes_[i].created;
+  }
+
   policy::Pod podOf(std::size_t i) const {
     policy::Pod pod = scenario_.templates[i];
     if (runs_[i] > 0) {  // a pod evicted and recreated: a new pod of the same owner
@@ -124,8 +136,7 @@ class TimeReplayer {
     if (start_[i] < 0) start_[i] = t;
     allocated_ += scenario_.templates[i].gpus;
     ++running_;
-    const std::int64_t duration = lifetimes_[i].deleted - lifetimes_[i].created;
-    departures_.push({t + duration, i, runs_[i]});
+    departures_.push({t + durationOf(i), i, runs_[i]});
     return true;
   }
 
@@ -193,7 +204,7 @@ class TimeReplayer {
         waits[size];  // the class shows even if none of its pods started
         continue;
       }
-      waits[size].push_back(static_cast<double>(start_[i] - lifetimes_[i].created));
+      waits[size].push_back(static_cast<double>(start_[i] - arrivalAt_[i]));
     }
     std::vector<WaitStats> out;
     for (const char* size : {"share", "1", "2", "4", "8", "other", "none"}) {
@@ -218,9 +229,10 @@ class TimeReplayer {
   std::span<const PodLifetime> lifetimes_;
   const TimeReplayOptions& options_;
   ServiceCluster cluster_;
-  std::vector<std::size_t> arrivals_;  // template indices by creation time
-  std::vector<std::int64_t> start_;    // first start, -1: never started
-  std::vector<std::uint64_t> runs_;    // evictions so far, per template
+  std::vector<std::int64_t> arrivalAt_;  // per template: its creation time, sped up
+  std::vector<std::size_t> arrivals_;    // template indices by arrival time
+  std::vector<std::int64_t> start_;      // first start, -1: never started
+  std::vector<std::uint64_t> runs_;      // evictions so far, per template
   std::priority_queue<Departure, std::vector<Departure>, std::greater<>> departures_;
   std::deque<std::size_t> waiting_;  // in arrival order
   std::int64_t t0_ = 0;
@@ -246,6 +258,22 @@ std::string sizeClass(const policy::Pod& pod) {
     default:
       return "other";
   }
+}
+
+double arrivalSpeedupFor(const Scenario& scenario, std::span<const PodLifetime> lifetimes,
+                         double load) {
+  if (lifetimes.size() != scenario.templates.size() || lifetimes.empty() || !(load > 0)) return 1;
+  double gpuSeconds = 0;
+  std::int64_t first = INT64_MAX, last = INT64_MIN;
+  for (std::size_t i = 0; i < lifetimes.size(); ++i) {
+    gpuSeconds += static_cast<double>(scenario.templates[i].gpus) *
+                  static_cast<double>(lifetimes[i].deleted - lifetimes[i].created);
+    first = std::min(first, lifetimes[i].created);
+    last = std::max(last, lifetimes[i].created);
+  }
+  const double capacity = static_cast<double>(scenario.gpuCapacity());
+  if (gpuSeconds <= 0 || capacity <= 0 || last <= first) return 1;
+  return load * capacity * static_cast<double>(last - first) / gpuSeconds;
 }
 
 Result<TimeReplayResult> replayOverTime(const Scenario& scenario,

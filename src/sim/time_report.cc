@@ -72,7 +72,10 @@ std::string panel(const TimeReport& r, double top, double height, double yMax, c
 
 std::string timeSummary(const TimeReport& r) {
   std::string s = "over-time replay: " + r.source + ", " + std::to_string(r.nodes) + " nodes, " +
-                  std::to_string(r.capacity / kMilliPerGpu) + " GPUs, " + r.queues + "\n";
+                  std::to_string(r.capacity / kMilliPerGpu) + " GPUs, " + r.queues + "\n" +
+                  "arrivals " + fmt("%.1f", r.arrivalSpeedup) +
+                  "x faster than the trace: offered " + fmt("%.2f", r.offeredLoad) +
+                  " x the GPU capacity\n";
   s += "policy                mean alloc %   placed/pods   never   evictions   moves\n";
   for (std::size_t i = 0; i < r.results.size(); ++i) {
     const TimeReplayResult& t = r.results[i];

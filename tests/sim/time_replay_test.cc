@@ -101,6 +101,26 @@ TEST(TimeReplay, ControllerEvictionsAreCountedAndThePodRunsAgain) {
   EXPECT_EQ(r->span, 150) << "runs again from 50 for its 100 s";
 }
 
+// Sped up, arrivals come closer together while durations stay: the second pod now waits.
+TEST(TimeReplay, ASpeedupCompressesArrivalsNotDurations) {
+  auto s = scenarioFromRows({node("n", 4)}, {pod("first", 4), pod("second", 4)}, "t");
+  ASSERT_TRUE(s.ok());
+  const std::vector<PodLifetime> life{{0, 100}, {100, 110}};
+  TimeReplayOptions options;
+  options.scorer = "bestfit";
+  auto real = replayOverTime(*s, life, options);
+  ASSERT_TRUE(real.ok()) << real.error();
+  EXPECT_EQ(waitsOf(*real, "4")->max, 0);
+  options.arrivalSpeedup = 2;
+  auto fast = replayOverTime(*s, life, options);
+  ASSERT_TRUE(fast.ok()) << fast.error();
+  EXPECT_EQ(waitsOf(*fast, "4")->max, 50) << "arrives at 50, starts at 100";
+  EXPECT_EQ(fast->span, 110);
+  // 4 GPUs x 100 s + 4 x 10 s over 100 s of arrivals on 4 GPUs: offered load 1.1 unsped.
+  EXPECT_NEAR(arrivalSpeedupFor(*s, life, 1.1), 1.0, 1e-12);
+  EXPECT_NEAR(arrivalSpeedupFor(*s, life, 2.2), 2.0, 1e-12);
+}
+
 TEST(TimeReplay, MismatchedLifetimesAreAnError) {
   auto s = scenarioFromRows({node("n", 4)}, {pod("p", 1)}, "t");
   ASSERT_TRUE(s.ok());

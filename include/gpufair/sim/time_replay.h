@@ -14,6 +14,8 @@
 // through it, and reports what it did; the replay counts that and retries the waiting pods after
 // it. gpufair's controllers are not wired in yet (see issue 16).
 //
+// `arrivalSpeedup` compresses the arrivals (durations unchanged) to load the cluster.
+//
 // Reports: samples over time (GPU allocation, pending GPU demand, running and waiting pods), and
 // wait times (start - arrival) per pod size: shares of a GPU, 1, 2, 4, 8 GPUs, other counts and
 // none (CPU-only pods).
@@ -49,6 +51,10 @@ struct TimeReplayOptions {
   std::uint64_t seed = 42;  // candidate order (tieBreakOrder) and the mirror's seed
   ServiceClusterOptions cluster;
   int samples = 200;  // report samples, evenly over the trace's span
+  // Arrivals come this many times faster than in the trace (times from the first arrival divided
+  // by it); durations stay. The openb pod lists spread ~8,000 pods of minutes to hours over 150
+  // days (~15 GPUs busy on average): only sped up do they load a cluster (arrivalSpeedupFor).
+  double arrivalSpeedup = 1.0;
   ReplayController controller;
   std::int64_t controllerPeriod = 10;
   std::atomic<std::size_t>* progress = nullptr;  // incremented once per arriving pod, if given
@@ -87,6 +93,11 @@ struct TimeReplayResult {
 Result<TimeReplayResult> replayOverTime(const Scenario& scenario,
                                         std::span<const PodLifetime> lifetimes,
                                         const TimeReplayOptions& options);
+
+// The speedup at which the pods' GPU time (GPUs x duration) equals `load` x the capacity x the
+// span of arrivals: the offered load. 1 when it cannot be computed (no GPU time, one instant).
+double arrivalSpeedupFor(const Scenario& scenario, std::span<const PodLifetime> lifetimes,
+                         double load);
 
 // The size class of a pod in the wait table.
 std::string sizeClass(const policy::Pod& pod);

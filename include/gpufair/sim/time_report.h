@@ -18,6 +18,8 @@ struct TimeReport {
   std::size_t nodes = 0;
   MilliGpu capacity = 0;
   std::string queues;  // "one queue", or the queues file
+  double arrivalSpeedup = 1;
+  double offeredLoad = 0;  // GPU time asked / (capacity x span of arrivals), sped up
   std::vector<std::string> policies;
   std::vector<TimeReplayResult> results;  // parallel to policies
   double seconds = 0;
