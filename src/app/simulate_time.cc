@@ -70,11 +70,6 @@ int runSimulateOverTime(const ParsedArgs& args, const sim::SimulationOptions& op
     if (name == sim::kHindsightPolicy)
       return fail("the hindsight planner has no replay over time", 2);
   }
-  auto scenario = sim::loadOpenbScenario(args.get("nodes"), args.get("pods"));
-  if (!scenario) return fail(scenario.error(), 1);
-  auto lifetimes = sim::loadPodLifetimes(args.get("pods"));
-  if (!lifetimes) return fail(lifetimes.error(), 1);
-
   double load = 0;
   try {
     load = args.has("offered-load") ? std::stod(args.get("offered-load")) : 0;
@@ -84,7 +79,11 @@ int runSimulateOverTime(const ParsedArgs& args, const sim::SimulationOptions& op
   if (!(load >= 0) || load > 100)
     return fail("--offered-load \"" + args.get("offered-load") + "\" is not a number in [0, 100]",
                 2);
-  const double unsped = sim::arrivalSpeedupFor(*scenario, *lifetimes, 1.0);
+  auto scenario = sim::loadOpenbScenario(args.get("nodes"), args.get("pods"));
+  if (!scenario) return fail(scenario.error(), 1);
+  auto lifetimes = sim::loadPodLifetimes(args.get("pods"));
+  if (!lifetimes) return fail(lifetimes.error(), 1);
+
   const double speedup = load > 0 ? sim::arrivalSpeedupFor(*scenario, *lifetimes, load) : 1.0;
 
   const bool quiet = args.has("quiet");
@@ -117,7 +116,7 @@ int runSimulateOverTime(const ParsedArgs& args, const sim::SimulationOptions& op
       args.has("queues") ? "queues from " + args.get("queues") : "one queue holding the cluster";
   report.policies = options.policies;
   report.arrivalSpeedup = speedup;
-  report.offeredLoad = unsped > 0 ? speedup / unsped : 0;
+  report.offeredLoad = sim::offeredLoadAt(*scenario, *lifetimes, speedup);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << sim::timeSummary(report);
   if (args.has("json") && !writeFile(args.get("json"), sim::timeJson(report)))

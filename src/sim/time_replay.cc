@@ -16,6 +16,12 @@
 namespace gpufair::sim {
 namespace {
 
+// The creation times that bound the busy window, and the first of all.
+struct BusyWindow {
+  std::int64_t first, from, to;
+};
+BusyWindow busyWindow(std::span<const PodLifetime> lifetimes);
+
 // What makes two waiting pods fail alike on the same cluster.
 using ShapeKey = std::tuple<MilliGpu, MilliGpu, std::vector<std::string>, std::int64_t,
                             std::int64_t, std::string>;
@@ -57,6 +63,7 @@ class TimeReplayer {
     std::int64_t first = INT64_MAX;
     for (const PodLifetime& life : lifetimes) first = std::min(first, life.created);
     const double speedup = options.arrivalSpeedup > 0 ? options.arrivalSpeedup : 1.0;
+    speedup_ = speedup;
     arrivalAt_.resize(lifetimes.size());
     for (std::size_t i = 0; i < lifetimes.size(); ++i) {
       arrivalAt_[i] =
@@ -72,11 +79,16 @@ class TimeReplayer {
     out.pods = arrivals_.size();
     if (arrivals_.empty()) return out;
     t0_ = arrivalAt_[arrivals_.front()];
+    // Reported: the arrivals' window and as long again (the drain), or up to the last departure.
     std::int64_t last = t0_;
     for (std::size_t i : arrivals_) last = std::max(last, arrivalAt_[i] + durationOf(i));
+    const BusyWindow busy = busyWindow(lifetimes_);
+    windowFrom_ = busy.first + std::llround(static_cast<double>(busy.from - busy.first) / speedup_);
+    windowEnd_ = busy.first + std::llround(static_cast<double>(busy.to - busy.first) / speedup_);
+    const std::int64_t shown = std::min(last, windowEnd_ + (windowEnd_ - windowFrom_));
     const std::int64_t step =
-        std::max<std::int64_t>(1, (last - t0_) / std::max(1, options_.samples));
-    std::int64_t nextSample = t0_, nextControl = t0_, now = t0_;
+        std::max<std::int64_t>(1, (shown - windowFrom_) / std::max(1, options_.samples));
+    std::int64_t nextSample = windowFrom_, nextControl = t0_, now = t0_;
     std::size_t next = 0;
     while (next < arrivals_.size() || !departures_.empty()) {
       const std::int64_t arrival =
@@ -84,8 +96,10 @@ class TimeReplayer {
       const std::int64_t departure = departures_.empty() ? INT64_MAX : departures_.top().at;
       std::int64_t t = std::min(arrival, departure);
       if (options_.controller) t = std::min(t, nextControl);
-      for (; nextSample <= t; nextSample += step) sample(out, nextSample);
-      area_ += static_cast<double>(allocated_) * static_cast<double>(t - now);
+      for (; nextSample <= std::min(t, shown); nextSample += step) sample(out, nextSample);
+      if (std::min(t, windowEnd_) > std::max(now, windowFrom_))
+        area_ += static_cast<double>(allocated_) *
+                 static_cast<double>(std::min(t, windowEnd_) - std::max(now, windowFrom_));
       now = t;
       cluster_.setTime(Timestamp(std::chrono::seconds(t - t0_)));
       bool freed = leave(t);
@@ -99,11 +113,12 @@ class TimeReplayer {
         if (options_.progress) options_.progress->fetch_add(1, std::memory_order_relaxed);
       }
     }
-    sample(out, now);
+    if (now <= shown) sample(out, now);
     out.span = now - t0_;
-    if (out.span > 0)
+    out.window = windowEnd_ - windowFrom_;
+    if (out.window > 0)
       out.meanAllocatedPercent =
-          area_ / static_cast<double>(out.span) / static_cast<double>(out.capacity) * 100.0;
+          area_ / static_cast<double>(out.window) / static_cast<double>(out.capacity) * 100.0;
     out.waits = waitStats();
     for (std::int64_t started : start_) out.placed += started >= 0 ? 1 : 0;
     return out;
@@ -191,7 +206,7 @@ class TimeReplayer {
   void sample(TimeReplayResult& out, std::int64_t t) const {
     MilliGpu pending = 0;
     for (std::size_t i : waiting_) pending += scenario_.templates[i].gpus;
-    out.samples.push_back({t - t0_, allocated_, pending, running_, waiting_.size()});
+    out.samples.push_back({t - windowFrom_, allocated_, pending, running_, waiting_.size()});
   }
 
   std::vector<WaitStats> waitStats() const {
@@ -236,6 +251,9 @@ class TimeReplayer {
   std::priority_queue<Departure, std::vector<Departure>, std::greater<>> departures_;
   std::deque<std::size_t> waiting_;  // in arrival order
   std::int64_t t0_ = 0;
+  std::int64_t windowFrom_ = 0;  // the busy window (busyWindow), sped up
+  std::int64_t windowEnd_ = 0;
+  double speedup_ = 1;
   MilliGpu allocated_ = 0;
   std::size_t running_ = 0;
   double area_ = 0;  // milli-GPU seconds
@@ -260,20 +278,64 @@ std::string sizeClass(const policy::Pod& pod) {
   }
 }
 
+namespace {
+
+// Where the arrivals are dense: the creation times of the 5th and 95th percentile (the whole span
+// for a handful of pods), so that a few early or late pods do not stretch the window.
+BusyWindow busyWindow(std::span<const PodLifetime> lifetimes) {
+  std::vector<std::int64_t> created;
+  created.reserve(lifetimes.size());
+  for (const PodLifetime& life : lifetimes) created.push_back(life.created);
+  std::sort(created.begin(), created.end());
+  const double last = static_cast<double>(created.size() - 1);
+  return {created.front(), created[static_cast<std::size_t>(std::floor(0.05 * last))],
+          created[static_cast<std::size_t>(std::ceil(0.95 * last))]};
+}
+
+// The mean GPU demand over the busy window when arrivals come `speedup` times faster, in
+// milli-GPUs: each pod counts for the part of its duration inside the window.
+double windowDemand(const Scenario& scenario, std::span<const PodLifetime> lifetimes,
+                    const BusyWindow& w, double speedup) {
+  auto at = [&](std::int64_t t) { return static_cast<double>(t - w.first) / speedup; };
+  const double from = at(w.from), to = at(w.to);
+  double gpuSeconds = 0;
+  for (std::size_t i = 0; i < lifetimes.size(); ++i) {
+    const double start = at(lifetimes[i].created);
+    const double end = start + static_cast<double>(lifetimes[i].deleted - lifetimes[i].created);
+    const double inside = std::min(end, to) - std::max(start, from);
+    gpuSeconds += static_cast<double>(scenario.templates[i].gpus) * std::max(0.0, inside);
+  }
+  return gpuSeconds / (to - from);
+}
+
+}  // namespace
+
+double offeredLoadAt(const Scenario& scenario, std::span<const PodLifetime> lifetimes,
+                     double speedup) {
+  if (lifetimes.size() != scenario.templates.size() || lifetimes.empty() || !(speedup > 0))
+    return 0;
+  const BusyWindow w = busyWindow(lifetimes);
+  const double capacity = static_cast<double>(scenario.gpuCapacity());
+  if (w.to <= w.from || capacity <= 0) return 0;
+  return windowDemand(scenario, lifetimes, w, speedup) / capacity;
+}
+
 double arrivalSpeedupFor(const Scenario& scenario, std::span<const PodLifetime> lifetimes,
                          double load) {
   if (lifetimes.size() != scenario.templates.size() || lifetimes.empty() || !(load > 0)) return 1;
-  double gpuSeconds = 0;
-  std::int64_t first = INT64_MAX, last = INT64_MIN;
-  for (std::size_t i = 0; i < lifetimes.size(); ++i) {
-    gpuSeconds += static_cast<double>(scenario.templates[i].gpus) *
-                  static_cast<double>(lifetimes[i].deleted - lifetimes[i].created);
-    first = std::min(first, lifetimes[i].created);
-    last = std::max(last, lifetimes[i].created);
+  const BusyWindow w = busyWindow(lifetimes);
+  // A hair below the load: sums of doubles reach it only approximately.
+  const double target = load * static_cast<double>(scenario.gpuCapacity()) * (1 - 1e-9);
+  if (w.to <= w.from || target <= 0) return 1;
+  // The demand grows with the speedup: bisect on its logarithm, from the trace's own pace up.
+  double lo = 1, hi = 1e7;
+  if (windowDemand(scenario, lifetimes, w, lo) >= target) return 1;
+  if (windowDemand(scenario, lifetimes, w, hi) < target) return hi;
+  for (int k = 0; k < 60; ++k) {
+    const double mid = std::sqrt(lo * hi);
+    (windowDemand(scenario, lifetimes, w, mid) < target ? lo : hi) = mid;
   }
-  const double capacity = static_cast<double>(scenario.gpuCapacity());
-  if (gpuSeconds <= 0 || capacity <= 0 || last <= first) return 1;
-  return load * capacity * static_cast<double>(last - first) / gpuSeconds;
+  return hi;
 }
 
 Result<TimeReplayResult> replayOverTime(const Scenario& scenario,

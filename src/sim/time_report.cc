@@ -14,6 +14,7 @@ namespace {
 constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 constexpr double kDay = 86400.0;
+constexpr double kHour = 3600.0;
 
 std::string fmt(const char* format, double v) {
   char buf[64];
@@ -39,8 +40,11 @@ std::string panel(const TimeReport& r, double top, double height, double yMax, c
                   const char* cls, Value value) {
   const double left = 64, width = 560;
   double span = 1;
-  for (const auto& res : r.results) span = std::max(span, static_cast<double>(res.span) / kDay);
-  auto X = [&](double days) { return left + width * days / span; };
+  for (const auto& res : r.results) {
+    if (!res.samples.empty())
+      span = std::max(span, static_cast<double>(res.samples.back().time) / kHour);
+  }
+  auto X = [&](double hours) { return left + width * hours / span; };
   auto Y = [&](double pct) { return top + height * (1 - std::min(pct, yMax) / yMax); };
   std::string s = "<rect x=\"" + fmt("%.1f", left) + "\" y=\"" + fmt("%.1f", top) + "\" width=\"" +
                   fmt("%.1f", width) + "\" height=\"" + fmt("%.1f", height) +
@@ -58,7 +62,7 @@ std::string panel(const TimeReport& r, double top, double height, double yMax, c
   for (std::size_t i = 0; i < r.results.size(); ++i) {
     std::string d;
     for (const auto& sample : r.results[i].samples) {
-      d += (d.empty() ? "M" : " L") + fmt("%.1f", X(static_cast<double>(sample.time) / kDay)) +
+      d += (d.empty() ? "M" : " L") + fmt("%.1f", X(static_cast<double>(sample.time) / kHour)) +
            " " + fmt("%.1f", Y(value(sample, r.results[i].capacity)));
     }
     s += std::string("<path class=\"curve ") + cls + "\" data-policy=\"" +
@@ -158,7 +162,8 @@ std::string timePlotSvg(const TimeReport& r, const std::string& title) {
              [](const TimeSample& x, MilliGpu c) { return percentOf(x.allocated, c); });
   s += panel(r, 310, 200, pendingMax, "pending GPU demand (% of capacity)", "pending",
              [](const TimeSample& x, MilliGpu c) { return percentOf(x.pending, c); });
-  s += "<text x=\"344\" y=\"545\" text-anchor=\"middle\" fill=\"#333\">days</text>\n";
+  s += "<text x=\"344\" y=\"545\" text-anchor=\"middle\" fill=\"#333\">hours from the busy "
+       "window's start</text>\n";
   for (std::size_t i = 0; i < r.policies.size(); ++i) {
     const double y = 70 + 22.0 * static_cast<double>(i);
     s += "<line x1=\"640\" y1=\"" + fmt("%.1f", y) + "\" x2=\"662\" y2=\"" + fmt("%.1f", y) +

@@ -28,12 +28,12 @@ const WaitStats* waitsOf(const TimeReplayResult& r, const std::string& size) {
   return nullptr;
 }
 
-// One 8-GPU node. a (4 GPUs) runs 0-100, c (4 GPUs) 5-50; big (8 GPUs) arrives at 10 for 10 s:
-// it waits through c's departure (4 free is not 8) until a leaves at 100, then runs 100-110.
+// One 8-GPU node. a (4 GPUs) runs 0-100, c (4 GPUs) 5-50; big (8 GPUs) arrives at 60 for 10 s:
+// 4 GPUs are free then, not 8, so it waits until a leaves at 100 and runs 100-110.
 TEST(TimeReplay, WaitingPodsStartWhenTheirRoomIsFreed) {
   auto s = scenarioFromRows({node("n", 8)}, {pod("a", 4), pod("big", 8), pod("c", 4)}, "t");
   ASSERT_TRUE(s.ok());
-  const std::vector<PodLifetime> life{{0, 100}, {10, 20}, {5, 50}};
+  const std::vector<PodLifetime> life{{0, 100}, {60, 70}, {5, 50}};
   TimeReplayOptions options;
   options.scorer = "bestfit";
   options.samples = 110;
@@ -42,21 +42,23 @@ TEST(TimeReplay, WaitingPodsStartWhenTheirRoomIsFreed) {
   EXPECT_EQ(r->pods, 3u);
   EXPECT_EQ(r->placed, 3u);
   EXPECT_EQ(r->span, 110);
+  EXPECT_EQ(r->window, 60);
   const WaitStats* big = waitsOf(*r, "8");
   ASSERT_NE(big, nullptr);
-  EXPECT_EQ(big->p50, 90);
+  EXPECT_EQ(big->p50, 40);
   EXPECT_EQ(big->neverPlaced, 0u);
   EXPECT_EQ(waitsOf(*r, "4")->max, 0);
-  // At t=30: a and c... c left at 50, so at 30 a and c run, big waits.
-  const TimeSample& at30 = r->samples[30];
-  EXPECT_EQ(at30.time, 30);
-  EXPECT_EQ(at30.allocated, 8000);
-  EXPECT_EQ(at30.pending, 8000);
-  EXPECT_EQ(at30.waiting, 1u);
-  EXPECT_EQ(r->samples[105].allocated, 8000) << "big runs";
-  EXPECT_EQ(r->samples[105].pending, 0);
-  // Time-weighted: 4 GPUs 0-5, 8 GPUs 5-50, 4 GPUs 50-100, 8 GPUs 100-110, over 110 s of 8 GPUs.
-  EXPECT_NEAR(r->meanAllocatedPercent, 100.0 * (20 + 360 + 200 + 80) / (8.0 * 110), 1e-9);
+  // Samples every second over the window and as long again, up to the last departure known
+  // ahead (a's at 100: the wait that pushes big's to 110 is not known then).
+  ASSERT_EQ(r->samples.size(), 101u);
+  EXPECT_EQ(r->samples[30].time, 30);
+  EXPECT_EQ(r->samples[30].allocated, 8000) << "a and c";
+  EXPECT_EQ(r->samples[30].pending, 0);
+  EXPECT_EQ(r->samples[80].allocated, 4000) << "a";
+  EXPECT_EQ(r->samples[80].pending, 8000) << "big waits";
+  EXPECT_EQ(r->samples[80].waiting, 1u);
+  // Time-weighted over the window: 4 GPUs 0-5, 8 GPUs 5-50, 4 GPUs 50-60, of 8 GPUs.
+  EXPECT_NEAR(r->meanAllocatedPercent, 100.0 * (20 + 360 + 40) / (8.0 * 60), 1e-9);
 }
 
 // First come, first served: of two waiting pods the earlier gets the room, even when the later
@@ -116,9 +118,14 @@ TEST(TimeReplay, ASpeedupCompressesArrivalsNotDurations) {
   ASSERT_TRUE(fast.ok()) << fast.error();
   EXPECT_EQ(waitsOf(*fast, "4")->max, 50) << "arrives at 50, starts at 100";
   EXPECT_EQ(fast->span, 110);
-  // 4 GPUs x 100 s + 4 x 10 s over 100 s of arrivals on 4 GPUs: offered load 1.1 unsped.
-  EXPECT_NEAR(arrivalSpeedupFor(*s, life, 1.1), 1.0, 1e-12);
-  EXPECT_NEAR(arrivalSpeedupFor(*s, life, 2.2), 2.0, 1e-12);
+  // The offered load: the mean demand over the arrivals' window. Here first fills the window at
+  // any speedup; with a short first pod the window must shrink to its 10 s: speedup 9.
+  EXPECT_NEAR(offeredLoadAt(*s, life, 1), 1.0, 1e-12);
+  const std::vector<PodLifetime> sparse{{0, 10}, {90, 100}};
+  EXPECT_NEAR(offeredLoadAt(*s, sparse, 1), 10.0 / 90, 1e-12);
+  EXPECT_NEAR(arrivalSpeedupFor(*s, sparse, 1.0), 9.0, 1e-6);
+  EXPECT_NEAR(arrivalSpeedupFor(*s, sparse, 0.5), 4.5, 1e-6);
+  EXPECT_NEAR(offeredLoadAt(*s, sparse, 9), 1.0, 1e-12);
 }
 
 TEST(TimeReplay, MismatchedLifetimesAreAnError) {

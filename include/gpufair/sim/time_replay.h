@@ -16,10 +16,10 @@
 //
 // `arrivalSpeedup` compresses the arrivals (durations unchanged) to load the cluster.
 //
-// Reports: samples over time (GPU allocation, pending GPU demand, running and waiting pods), and
-// wait times (start - arrival) per pod size: shares of a GPU, 1, 2, 4, 8 GPUs, other counts and
-// none (CPU-only pods).
-// Thread-safety: replayOverTime() is reentrant; each call builds its own mirror and service.
+// Reports: samples over the busy window (see `window`) and as long after it (GPU allocation, pending GPU
+// demand, running and waiting pods), and wait times (start - arrival) per pod size: shares of a
+// GPU, 1, 2, 4, 8 GPUs, other counts and none (CPU-only pods). Thread-safety: replayOverTime() is
+// reentrant; each call builds its own mirror and service.
 #pragma once
 
 #include <atomic>
@@ -61,7 +61,7 @@ struct TimeReplayOptions {
 };
 
 struct TimeSample {
-  std::int64_t time = 0;   // seconds from the first arrival
+  std::int64_t time = 0;   // seconds from the start of the busy window
   MilliGpu allocated = 0;  // GPU requests of running pods
   MilliGpu pending = 0;    // GPU requests of waiting pods
   std::size_t running = 0;
@@ -78,14 +78,18 @@ struct WaitStats {
 
 struct TimeReplayResult {
   MilliGpu capacity = 0;
-  std::int64_t span = 0;  // seconds from the first arrival to the last event
+  std::int64_t span = 0;    // seconds from the first arrival to the last event
+  // Seconds of the busy window: from the 5th to the 95th percentile of the arrivals, sped up
+  // (a few early or late pods would stretch the whole span).
+  std::int64_t window = 0;
   std::vector<TimeSample> samples;
   std::vector<WaitStats> waits;  // sizes with pods only, in the order above
   std::size_t pods = 0;
   std::size_t placed = 0;
   std::size_t evictions = 0;
   std::size_t moves = 0;
-  double meanAllocatedPercent = 0;  // time-weighted, of the capacity, over the span
+  // Time-weighted, of the capacity, over the busy window.
+  double meanAllocatedPercent = 0;
 };
 
 // `lifetimes` parallel to scenario.templates (every template arrives once). Fails on an unknown
@@ -94,10 +98,15 @@ Result<TimeReplayResult> replayOverTime(const Scenario& scenario,
                                         std::span<const PodLifetime> lifetimes,
                                         const TimeReplayOptions& options);
 
-// The speedup at which the pods' GPU time (GPUs x duration) equals `load` x the capacity x the
-// span of arrivals: the offered load. 1 when it cannot be computed (no GPU time, one instant).
+// The speedup at which the pods ask `load` x the GPU capacity on average over the busy window
+// (each pod for the part of its duration inside it): the offered load. 1 when the trace's
+// own pace already offers that (or it cannot be computed), at most 1e7.
 double arrivalSpeedupFor(const Scenario& scenario, std::span<const PodLifetime> lifetimes,
                          double load);
+
+// The offered load at a speedup: the mean GPU demand over the busy window / the capacity.
+double offeredLoadAt(const Scenario& scenario, std::span<const PodLifetime> lifetimes,
+                     double speedup);
 
 // The size class of a pod in the wait table.
 std::string sizeClass(const policy::Pod& pod);
