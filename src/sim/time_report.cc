@@ -35,15 +35,24 @@ std::string duration(double s) {
 }
 
 // One panel: `value` of each sample (percent) against time in days.
+// The time axis' unit: minutes for replays shorter than two hours, else hours.
+double lastSample(const TimeReport& r) {
+  double last = 0;
+  for (const auto& res : r.results) {
+    if (!res.samples.empty()) last = std::max(last, static_cast<double>(res.samples.back().time));
+  }
+  return last;
+}
+double timeUnit(const TimeReport& r) {
+  return lastSample(r) < 2 * kHour ? 60.0 : kHour;
+}
+
 template <typename Value>
 std::string panel(const TimeReport& r, double top, double height, double yMax, const char* label,
                   const char* cls, Value value) {
   const double left = 64, width = 560;
-  double span = 1;
-  for (const auto& res : r.results) {
-    if (!res.samples.empty())
-      span = std::max(span, static_cast<double>(res.samples.back().time) / kHour);
-  }
+  const double unit = timeUnit(r);
+  const double span = std::max(1.0, lastSample(r) / unit);
   auto X = [&](double hours) { return left + width * hours / span; };
   auto Y = [&](double pct) { return top + height * (1 - std::min(pct, yMax) / yMax); };
   std::string s = "<rect x=\"" + fmt("%.1f", left) + "\" y=\"" + fmt("%.1f", top) + "\" width=\"" +
@@ -62,7 +71,7 @@ std::string panel(const TimeReport& r, double top, double height, double yMax, c
   for (std::size_t i = 0; i < r.results.size(); ++i) {
     std::string d;
     for (const auto& sample : r.results[i].samples) {
-      d += (d.empty() ? "M" : " L") + fmt("%.1f", X(static_cast<double>(sample.time) / kHour)) +
+      d += (d.empty() ? "M" : " L") + fmt("%.1f", X(static_cast<double>(sample.time) / unit)) +
            " " + fmt("%.1f", Y(value(sample, r.results[i].capacity)));
     }
     s += std::string("<path class=\"curve ") + cls + "\" data-policy=\"" +
@@ -162,7 +171,9 @@ std::string timePlotSvg(const TimeReport& r, const std::string& title) {
              [](const TimeSample& x, MilliGpu c) { return percentOf(x.allocated, c); });
   s += panel(r, 310, 200, pendingMax, "pending GPU demand (% of capacity)", "pending",
              [](const TimeSample& x, MilliGpu c) { return percentOf(x.pending, c); });
-  s += "<text x=\"344\" y=\"545\" text-anchor=\"middle\" fill=\"#333\">hours from the busy "
+  s += "<text x=\"344\" y=\"545\" text-anchor=\"middle\" fill=\"#333\">" +
+       std::string(timeUnit(r) == kHour ? "hours" : "minutes") +
+       " from the busy "
        "window's start</text>\n";
   for (std::size_t i = 0; i < r.policies.size(); ++i) {
     const double y = 70 + 22.0 * static_cast<double>(i);
