@@ -16,10 +16,10 @@
 //
 // `arrivalSpeedup` compresses the arrivals (durations unchanged) to load the cluster.
 //
-// Reports: samples over the busy window (see `window`) and as long after it (GPU allocation, pending GPU
-// demand, running and waiting pods), and wait times (start - arrival) per pod size: shares of a
-// GPU, 1, 2, 4, 8 GPUs, other counts and none (CPU-only pods). Thread-safety: replayOverTime() is
-// reentrant; each call builds its own mirror and service.
+// Reports: samples over the busy window (see `window`) and as long after it (GPU allocation,
+// pending GPU demand, running and waiting pods), and wait times (start - arrival) per pod size:
+// shares of a GPU, 1, 2, 4, 8 GPUs, other counts and none (CPU-only pods).
+// Thread-safety: replayOverTime() is reentrant; each call builds its own mirror and service.
 #pragma once
 
 #include <atomic>
@@ -78,7 +78,7 @@ struct WaitStats {
 
 struct TimeReplayResult {
   MilliGpu capacity = 0;
-  std::int64_t span = 0;    // seconds from the first arrival to the last event
+  std::int64_t span = 0;  // seconds from the first arrival to the last event
   // Seconds of the busy window: from the 5th to the 95th percentile of the arrivals, sped up
   // (a few early or late pods would stretch the whole span).
   std::int64_t window = 0;
