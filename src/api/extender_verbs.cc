@@ -49,17 +49,6 @@ void upsertChangedNodes(state::Mirror& mirror, const ExtenderArgs& args) {
   }
 }
 
-// Decodes ExtenderArgs, records the pod as pending demand and resolves its queue. On failure
-// returns the error message.
-Status prepareArgs(state::Mirror& mirror, detail::RequestDocument& document) {
-  if (!document.status().isOk()) return document.status();
-  ExtenderArgs& args = document.extenderArgs();
-  if (auto status = decodeExtenderArgs(document.root(), args); !status.isOk()) return status;
-  upsertChangedNodes(mirror, args);
-  mirror.notePending(args.pod);
-  return Status::ok();
-}
-
 // The first member of a gang that is neither complete nor holding reservations: reserve a node for
 // every member still to place, atomically in the mirror, before filtering. A gang that does not fit
 // is refused by policy::filter with the plan's reason.
@@ -113,18 +102,28 @@ std::string FilterMode::name() const {
 
 Response ExtenderService::filter(std::string_view body) {
   detail::RequestDocument document(body);
-  if (auto status = prepareArgs(mirror_, document); !status.isOk()) {
+  if (!document.status().isOk()) return badFilterRequest(document.status().reason());
+  ExtenderArgs& args = document.extenderArgs();
+  if (auto status = decodeExtenderArgs(document.root(), args); !status.isOk()) {
     return badFilterRequest(status.reason());
   }
-  ExtenderArgs& args = document.extenderArgs();
+  const policy::FilterResult result = filterArgs(args);
+  std::string_view error;
+  if (result.admission.status.code() == Code::kError) error = result.admission.status.reason();
+  Response response;
+  encodeFilterResult(args, result, error, response.body);
+  return response;
+}
+
+policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
+  upsertChangedNodes(mirror_, args);
+  mirror_.notePending(args.pod);
   if (Status allowed = decisionsAllowed(); !allowed.isOk()) {
     spdlog::info("filter {}: every node refused: {}", args.pod.key(), allowed.reason());
     policy::FilterResult refused;
     for (std::string_view node : args.candidates)
       refused.failed.push_back({node, allowed.reason()});
-    Response response;
-    encodeFilterResult(args, refused, "", response.body);
-    return response;
+    return refused;
   }
   policy::SnapshotPtr snapshot = mirror_.snapshot();
   args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
@@ -132,8 +131,6 @@ Response ExtenderService::filter(std::string_view body) {
   policy::FilterResult result = policy::filter(*snapshot, args.pod, args.candidates);
   narrow(*snapshot, args.pod, result);
 
-  std::string_view error;
-  if (result.admission.status.code() == Code::kError) error = result.admission.status.reason();
   spdlog::debug(
       "filter {} ({} GPUs, queue {}): {} of {} nodes feasible, {} failed, {} unresolvable",
       args.pod.key(), formatGpus(args.pod.gpus), args.pod.queue, result.feasible.size(),
@@ -147,9 +144,7 @@ Response ExtenderService::filter(std::string_view body) {
       requestObserver_->filterRejected(rejectionCategory(*snapshot, args.pod, result));
     }
   }
-  Response response;
-  encodeFilterResult(args, result, error, response.body);
-  return response;
+  return result;
 }
 
 void ExtenderService::narrow(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
@@ -173,20 +168,27 @@ void ExtenderService::narrow(const policy::ClusterSnapshot& snapshot, const poli
 
 Response ExtenderService::prioritize(std::string_view body) {
   detail::RequestDocument document(body);
-  if (auto status = prepareArgs(mirror_, document); !status.isOk()) {
+  if (!document.status().isOk()) return badRequest("prioritize", document.status().reason());
+  ExtenderArgs& args = document.extenderArgs();
+  if (auto status = decodeExtenderArgs(document.root(), args); !status.isOk()) {
     return badRequest("prioritize", status.reason());
   }
-  ExtenderArgs& args = document.extenderArgs();
+  Response response;
+  encodeHostPriorityList(prioritizeArgs(args), response.body);
+  return response;
+}
+
+std::vector<policy::NodeScore> ExtenderService::prioritizeArgs(ExtenderArgs& args) {
+  upsertChangedNodes(mirror_, args);
+  mirror_.notePending(args.pod);
   if (!decisionsAllowed().isOk()) {
     std::vector<policy::NodeScore> zeros;
     for (std::string_view node : args.candidates) zeros.push_back({node, 0});
-    Response response;
-    encodeHostPriorityList(zeros, response.body);
-    return response;
+    return zeros;
   }
   const policy::SnapshotPtr snapshot = mirror_.snapshot();
   args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
-  const auto scores = policy::prioritize(*snapshot, args.pod, args.candidates, scorer_);
+  auto scores = policy::prioritize(*snapshot, args.pod, args.candidates, scorer_);
 
   if (spdlog::should_log(spdlog::level::debug)) {
     const policy::NodeScore* best = nullptr;
@@ -197,9 +199,7 @@ Response ExtenderService::prioritize(std::string_view body) {
                   formatGpus(args.pod.gpus), scorer_.name(), scores.size(), best ? best->node : "-",
                   best ? best->score : 0);
   }
-  Response response;
-  encodeHostPriorityList(scores, response.body);
-  return response;
+  return scores;
 }
 
 Response ExtenderService::preempt(std::string_view body) {
@@ -253,10 +253,14 @@ Response ExtenderService::bind(std::string_view body) {
   if (auto status = decodeBindingArgs(document.root(), args); !status.isOk()) {
     return badRequest("bind", status.reason());
   }
+  return bindError(bindArgs(args));
+}
+
+std::string ExtenderService::bindArgs(const BindingArgs& args) {
   if (Status allowed = decisionsAllowed(); !allowed.isOk()) {
     spdlog::info("bind {}/{} to {} refused: {}", args.podNamespace, args.podName, args.node,
                  allowed.reason());
-    return bindError(allowed.reason());
+    return allowed.reason();
   }
   const std::string argsKey = args.podNamespace + "/" + args.podName;
   const std::string key = args.podUid.empty() ? argsKey : args.podUid;
@@ -265,19 +269,19 @@ Response ExtenderService::bind(std::string_view body) {
     const std::string message = "pod " + argsKey + " (uid " + args.podUid +
                                 ") was never offered to gpufair's filter; cannot bind";
     spdlog::info("bind: {}", message);
-    return bindError(message);
+    return message;
   }
   if (!args.podName.empty() && pod->key() != argsKey) {
     const std::string message = "PodUID " + args.podUid + " belongs to pod " + pod->key() +
                                 ", not " + argsKey + "; cannot bind";
     spdlog::info("bind: {}", message);
-    return bindError(message);
+    return message;
   }
 
   auto assumed = mirror_.assume(key, args.node);
   if (!assumed) {
     spdlog::info("bind {} to {} refused: {}", pod->key(), args.node, assumed.error());
-    return bindError(assumed.error());
+    return assumed.error();
   }
   const bool overQuota = assumed->overQuota;
   // The pod as assumed: a fractional pod carries the GPU it was given (gpuIndex and annotation).
@@ -286,7 +290,7 @@ Response ExtenderService::bind(std::string_view body) {
       !bound.isOk()) {
     mirror_.forget(key);
     spdlog::warn("bind {} to {} failed: {}", pod->key(), args.node, bound.reason());
-    return bindError(bound.reason());
+    return bound.reason();
   }
   if (binder_.confirmsImmediately()) {
     mirror_.confirm(key);
@@ -306,7 +310,7 @@ Response ExtenderService::bind(std::string_view body) {
   if (overQuota && observer_ != nullptr) observer_->borrowed(*pod, args.node, assumed->queue);
   spdlog::debug("bound {} to {} (queue {}{})", pod->key(), args.node, assumed->queue,
                 overQuota ? ", over quota" : "");
-  return bindError("");
+  return "";
 }
 
 }  // namespace gpufair::api

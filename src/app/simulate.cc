@@ -1,6 +1,7 @@
 // `gpufair simulate`: replays a trace (the openb CSVs, or cluster + workload YAML) through the
 // engine with one or more placement strategies over several seeds, and reports the GPU allocation
 // reached as the arrived GPU request grows (table on stdout, --json, --plot SVG).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -11,14 +12,17 @@
 #include <mutex>
 #include <thread>
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include "gpufair/config/quota.h"
 #include "gpufair/policy/scorer.h"
 #include "gpufair/sim/simulation.h"
 #include "gpufair/sim/svg_plot.h"
 
 #include "cli.h"
 #include "commands.h"
+#include "simulate_time.h"
 
 namespace gpufair::app {
 namespace {
@@ -37,6 +41,17 @@ const std::vector<FlagSpec>& simulateFlags() {
        "comma-separated placement strategies: " + scorerList() +
            ", and \"hindsight\" (an offline planner that sees every arrival)",
        policy::kDefaultScorer},
+      {"path",
+       "how pods are placed, comma-separated: service (through the mirror and the extender "
+       "service as serve runs them, the workload learned online), paper (the engine's scorer "
+       "with the workload given: the ATC'23 protocol), service-given (the service path with the "
+       "workload given)",
+       "service"},
+      {"filter-mode", "service path: serve's --filter-mode (all, best or top-N)", "all"},
+      {"queues",
+       "service path: a queues.yaml quota file; pods are spread over its queues by a hash of "
+       "their name (default: one queue holding the whole cluster)",
+       ""},
       {"seeds", "seeds: a range and/or list, e.g. 42-51 or 1,2,5-7", "42-51"},
       {"load", "submit pods until their GPU request would pass this x the GPU capacity", "1.3"},
       {"sampling",
@@ -50,17 +65,30 @@ const std::vector<FlagSpec>& simulateFlags() {
       {"title", "title of the plot", ""},
       {"no-fragmentation", "skip the fragmentation measure (faster)", "", true},
       {"quiet", "no progress bar or final summary line on stderr", "", true},
+      {"over-time",
+       "replay over time: pods arrive at their creation_time, hold their resources for their "
+       "trace duration and leave; pods that do not fit wait and are retried (service path, first "
+       "seed; needs an openb pod list with creation_time and deletion_time)",
+       "", true},
+      {"offered-load",
+       "with --over-time: speed the arrivals up (durations unchanged) until the pods ask this x "
+       "the GPU capacity on average (default: the trace's own times)",
+       ""},
+      {"progress", "draw the progress bar even when stderr is not a terminal", "", true},
       {"help", "show this help", "", true},
   };
   return kFlags;
 }
 
 constexpr const char* kSummary =
-    "Replays a workload through gpufair's engine, one pod at a time, as the \"Beware of\n"
+    "Replays a workload through gpufair, one pod at a time, as the \"Beware of\n"
     "Fragmentation\" (ATC'23) experiments do: pods drawn from the pod list until their GPU\n"
-    "request passes --load x the cluster's GPU capacity, each placed on the best-scored node\n"
-    "that fits (GPUs, GPU model, CPU, memory) or failed for good. Prints the GPU allocation\n"
-    "(median over seeds) at 90/95/100/130% arrived GPU request.\n\n"
+    "request passes --load x the cluster's GPU capacity, each placed or failed for good. By\n"
+    "default each pod goes through an in-process mirror and extender service as `gpufair serve`\n"
+    "runs them (filter -> prioritize -> bind, quota admission on, the workload learned\n"
+    "online); --path paper scores with the engine directly, the workload given (the paper's\n"
+    "protocol). Prints the GPU allocation (median over seeds) at 90/95/100/130% arrived GPU\n"
+    "request, and with several paths the difference to the paper mode.\n\n"
     "Example:\n"
     "  gpufair simulate --nodes openb_node_list_gpu_node.csv \\\n"
     "      --pods openb_pod_list_default.csv --policy fgd,bestfit --seeds 42-51 \\\n"
@@ -187,6 +215,12 @@ std::string parseOptions(const ParsedArgs& args, sim::SimulationOptions& options
     return "--threads must be a whole number in 0..1024";
   options.threads = static_cast<unsigned>(threads);
   options.measureFragmentation = !args.has("no-fragmentation");
+  auto paths = sim::parsePaths(args.get("path"));
+  if (!paths) return "--path: " + paths.error();
+  options.paths = *paths;
+  auto filterMode = api::FilterMode::parse(args.get("filter-mode"));
+  if (!filterMode) return "--filter-mode: " + filterMode.error();
+  options.service.filterMode = *filterMode;
   const int maxPoint = static_cast<int>(std::ceil(options.load * 100 - 1e-9));
   options.summaryPoints.clear();
   for (int p : {90, 95, 100, 130}) {
@@ -211,6 +245,39 @@ bool writeOutputs(const ParsedArgs& args, const sim::SimulationReport& report, s
     if (!writeFile(args.get("plot"), sim::plotSvg(report, plot), error)) return false;
   }
   return true;
+}
+
+// With the paper path and another one: per policy, how far each other path is from the paper
+// mode at every summary point (what the service path, and learning the workload online, cost).
+std::string pathDifferences(const sim::SimulationReport& report,
+                            const sim::SimulationOptions& options) {
+  const auto paper = std::find(options.paths.begin(), options.paths.end(), sim::Path::kPaper);
+  if (paper == options.paths.end() || options.paths.size() < 2) return "";
+  auto row = [&](const std::string& policy, sim::Path path) -> const sim::PolicyReport* {
+    const std::string name = policy + " (" + sim::pathName(path) + ")";
+    for (const auto& p : report.policies) {
+      if (p.policy == name) return &p;
+    }
+    return nullptr;
+  };
+  std::string out = "\ndifference to the paper mode, points of GPU allocation (median of seeds):\n";
+  for (const auto& policy : options.policies) {
+    const sim::PolicyReport* base = row(policy, sim::Path::kPaper);
+    for (sim::Path path : options.paths) {
+      const sim::PolicyReport* other = row(policy, path);
+      if (base == nullptr || other == nullptr || path == sim::Path::kPaper) continue;
+      out += "  " + other->policy + " - paper:";
+      for (std::size_t i = 0; i < report.summaryPoints.size(); ++i) {
+        char cell[48] = "  -";
+        if (base->allocationAt[i] && other->allocationAt[i])
+          std::snprintf(cell, sizeof cell, "  %+.2f at %d%%",
+                        *other->allocationAt[i] - *base->allocationAt[i], report.summaryPoints[i]);
+        out += cell;
+      }
+      out += "\n";
+    }
+  }
+  return out;
 }
 
 // The final summary line on stderr; `pods`: the pods submitted over all runs.
@@ -244,18 +311,27 @@ int runSimulate(const std::vector<std::string>& argv) {
     return fail(error, 2);
   sim::SimulationOptions options;
   if (const std::string error = parseOptions(args, options); !error.empty()) return fail(error, 2);
+  // The service path logs every rejection at info, as serve does; a replay rejects thousands.
+  spdlog::set_level(spdlog::level::warn);
+  if (args.has("queues")) {
+    auto queues = config::loadQuotaFile(args.get("queues"));
+    if (!queues) return fail("--queues: " + queues.error(), 1);
+    options.service.queues = std::move(queues.value());
+  }
+  if (args.has("over-time")) return runSimulateOverTime(args, options);
+  if (args.has("offered-load")) return fail("--offered-load needs --over-time", 2);
   auto scenario = loadScenario(args, csv);
   if (!scenario) return fail(scenario.error(), 1);
 
   const bool quiet = args.has("quiet");
   sim::Progress progress;
   options.progress = &progress;
-  ProgressBar bar(progress, !quiet && ::isatty(STDERR_FILENO));
+  ProgressBar bar(progress, !quiet && (args.has("progress") || ::isatty(STDERR_FILENO)));
   auto report = sim::simulate(*scenario, options);
   bar.stop();
   if (!report) return fail(report.error(), 1);
 
-  std::cout << sim::summaryTable(*report);
+  std::cout << sim::summaryTable(*report) << pathDifferences(*report, options);
   std::string error;
   if (!writeOutputs(args, *report, error)) return fail(error, 1);
   if (!quiet) printSummaryLine(*report, progress.done.load());

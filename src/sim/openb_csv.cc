@@ -252,6 +252,39 @@ Result<std::vector<PodRow>> parsePodCsv(std::string_view text, std::string_view 
   return out;
 }
 
+Result<std::vector<PodLifetime>> parsePodLifetimes(std::string_view text, std::string_view source) {
+  using R = Result<std::vector<PodLifetime>>;
+  auto table = parseTable(text, source);
+  if (!table) return R::failure(table.error());
+  const auto created = table->column("creation_time");
+  const auto deleted = table->column("deletion_time");
+  if (!created || !deleted) {
+    return R::failure(std::string(source) +
+                      ":1: no creation_time and deletion_time columns: a replay over time needs "
+                      "when each pod was created and deleted (only the openb lists with times, "
+                      "e.g. openb_pod_list_default.csv, have them)");
+  }
+  RowReader r(*table, source);
+  std::vector<PodLifetime> out;
+  out.reserve(table->rows.size());
+  for (const auto& row : table->rows) {
+    PodLifetime life;
+    life.created = r.integer(row, created, "creation_time", 0, true);
+    life.deleted = r.integer(row, deleted, "deletion_time", 0, true);
+    if (!r.error && life.deleted < life.created)
+      r.fail(row, "deletion_time", "before creation_time");
+    if (r.error) return R::failure(*r.error);
+    out.push_back(life);
+  }
+  return out;
+}
+
+Result<std::vector<PodLifetime>> loadPodLifetimes(const std::string& path) {
+  auto text = readTextFile(path);
+  if (!text) return Result<std::vector<PodLifetime>>::failure(text.error());
+  return parsePodLifetimes(*text, path);
+}
+
 Result<std::string> readTextFile(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))

@@ -52,10 +52,7 @@ class Replayer {
       }
     }
     // Tie-break order: a seeded random permutation of the nodes (rank_[i]: node i's place).
-    std::vector<std::size_t> perm(n);
-    std::iota(perm.begin(), perm.end(), std::size_t{0});
-    Rng rng(options.seed ^ 0x9E3779B97F4A7C15ULL);
-    rng.shuffle(perm);
+    const std::vector<std::size_t> perm = tieBreakOrder(n, options.seed);
     rank_.resize(n);
     for (std::size_t r = 0; r < n; ++r) rank_[perm[r]] = r;
     rebuildSnapshot();
@@ -169,6 +166,14 @@ class Replayer {
 };
 
 }  // namespace
+
+std::vector<std::size_t> tieBreakOrder(std::size_t nodes, std::uint64_t seed) {
+  std::vector<std::size_t> perm(nodes);
+  std::iota(perm.begin(), perm.end(), std::size_t{0});
+  Rng rng(seed ^ 0x9E3779B97F4A7C15ULL);
+  rng.shuffle(perm);
+  return perm;
+}
 
 ReplayResult replay(const Scenario& scenario, std::span<const std::size_t> order,
                     const policy::Scorer& scorer, const ReplayOptions& options) {

@@ -7,10 +7,12 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "gpufair/policy/scorer.h"
 #include "gpufair/sim/hindsight.h"
+#include "gpufair/sim/service_replay.h"
 
 namespace gpufair::sim {
 namespace {
@@ -89,9 +91,33 @@ Result<std::vector<std::vector<std::size_t>>> sampleOrders(const Scenario& scena
   return orders;
 }
 
-// The report before any run: the scenario's figures and one empty run per (policy, seed).
+// One row of the report: a policy on a path (the hindsight planner on none).
+struct Row {
+  std::size_t policy;
+  Path path;
+};
+
+std::vector<Row> rowsOf(const SimulationOptions& options) {
+  std::vector<Row> rows;
+  for (std::size_t p = 0; p < options.policies.size(); ++p) {
+    if (options.policies[p] == kHindsightPolicy) {
+      rows.push_back({p, Path::kPaper});
+      continue;
+    }
+    for (Path path : options.paths) rows.push_back({p, path});
+  }
+  return rows;
+}
+
+std::string rowName(const SimulationOptions& options, const Row& row) {
+  const std::string& name = options.policies[row.policy];
+  if (options.paths.size() <= 1 || name == kHindsightPolicy) return name;
+  return name + " (" + pathName(row.path) + ")";
+}
+
+// The report before any run: the scenario's figures and one empty run per (row, seed).
 SimulationReport emptyReport(const Scenario& scenario, const SimulationOptions& options,
-                             MilliGpu capacity) {
+                             const std::vector<Row>& rows, MilliGpu capacity) {
   SimulationReport report;
   report.source = scenario.source;
   report.nodes = scenario.nodes.size();
@@ -101,9 +127,9 @@ SimulationReport emptyReport(const Scenario& scenario, const SimulationOptions& 
   report.sampling = samplingName(options.sampling);
   report.seeds = options.seeds;
   report.summaryPoints = options.summaryPoints;
-  for (const auto& name : options.policies) {
+  for (const Row& row : rows) {
     PolicyReport p;
-    p.policy = name;
+    p.policy = rowName(options, row);
     p.runs.resize(options.seeds.size());
     report.policies.push_back(std::move(p));
   }
@@ -116,14 +142,30 @@ struct JobContext {
   const SimulationOptions& options;
   const policy::WorkloadPtr& workload;
   const std::vector<policy::ScorerPtr>& scorers;  // per policy; null: hindsight
+  const std::vector<Row>& rows;
   const policy::Scorer* hindsightScorer;
   const std::vector<std::vector<std::size_t>>& orders;  // per seed
   MilliGpu capacity;
   int maxPercent;  // the curves' last point
 };
 
-// Replays policy p on the pods of seed s; throws what the replay throws.
-ReplayResult replayJob(const JobContext& c, std::size_t p, std::size_t s) {
+// Replays row r's policy on its path on the pods of seed s; throws what the replay throws.
+ReplayResult replayJob(const JobContext& c, std::size_t r, std::size_t s) {
+  const std::size_t p = c.rows[r].policy;
+  const Path path = c.rows[r].path;
+  if (c.scorers[p] && path != Path::kPaper) {
+    ServiceReplayOptions so;
+    so.scorer = c.options.policies[p];
+    so.seed = c.options.seeds[s];
+    so.cluster = c.options.service;
+    so.cluster.workload = path == Path::kServiceGiven ? c.workload : nullptr;
+    so.measureWorkload = c.workload;
+    so.measureFragmentation = c.options.measureFragmentation;
+    so.progress = c.options.progress ? &c.options.progress->done : nullptr;
+    auto result = replayService(c.scenario, c.orders[s], so);
+    if (!result) throw std::runtime_error(result.error());
+    return std::move(result.value());
+  }
   ReplayOptions ro;
   ro.seed = c.options.seeds[s];
   ro.workload = c.workload;
@@ -152,21 +194,21 @@ class JobQueue {
     while (true) {
       const std::size_t job = next_.fetch_add(1);
       if (job >= jobs_) return;
-      const std::size_t p = job / c_.options.seeds.size();
+      const std::size_t r = job / c_.options.seeds.size();
       const std::size_t s = job % c_.options.seeds.size();
       const auto start = Clock::now();
       ReplayResult result;
       try {
-        result = replayJob(c_, p, s);
+        result = replayJob(c_, r, s);
       } catch (const std::exception& e) {  // e.g. out of memory: fail the run, not the process
         std::lock_guard<std::mutex> lock(errorMu_);
         if (error_.empty())
-          error_ = c_.options.policies[p] + ", seed " + std::to_string(c_.options.seeds[s]) + ": " +
-                   e.what();
+          error_ = report_.policies[r].policy + ", seed " + std::to_string(c_.options.seeds[s]) +
+                   ": " + e.what();
         next_ = jobs_;
         return;
       }
-      record(report_.policies[p].runs[s], s, result, secondsSince(start));
+      record(report_.policies[r].runs[s], s, result, secondsSince(start));
       if (c_.options.progress) c_.options.progress->runsDone.fetch_add(1);
     }
   }
@@ -230,6 +272,39 @@ Result<std::vector<std::uint64_t>> parseSeeds(std::string_view text) {
   return out;
 }
 
+const char* pathName(Path path) {
+  switch (path) {
+    case Path::kPaper:
+      return "paper";
+    case Path::kService:
+      return "service";
+    case Path::kServiceGiven:
+      return "service-given";
+  }
+  return "?";
+}
+
+std::optional<Path> parsePath(std::string_view text) {
+  for (Path path : {Path::kPaper, Path::kService, Path::kServiceGiven}) {
+    if (text == pathName(path)) return path;
+  }
+  return std::nullopt;
+}
+
+Result<std::vector<Path>> parsePaths(std::string_view text) {
+  using R = Result<std::vector<Path>>;
+  std::vector<Path> out;
+  for (const std::string& item : splitComma(text)) {
+    const auto path = parsePath(item);
+    if (!path)
+      return R::failure("path \"" + item + "\" is not one of paper, service, service-given");
+    if (std::find(out.begin(), out.end(), *path) != out.end())
+      return R::failure("path " + item + " given twice");
+    out.push_back(*path);
+  }
+  return out;
+}
+
 Result<std::vector<std::string>> parsePolicies(std::string_view text) {
   using R = Result<std::vector<std::string>>;
   std::vector<std::string> out;
@@ -246,6 +321,7 @@ Result<SimulationReport> simulate(const Scenario& scenario, const SimulationOpti
   using R = Result<SimulationReport>;
   if (options.policies.empty()) return R::failure("no policy given");
   if (options.seeds.empty()) return R::failure("no seed given");
+  if (options.paths.empty()) return R::failure("no path given");
   if (!(options.load > 0) || options.load > 100) return R::failure("the load must be in (0, 100]");
 
   // The target workload (fgd, fragmentation): the scenario's pod list, as the paper's simulator
@@ -265,20 +341,17 @@ Result<SimulationReport> simulate(const Scenario& scenario, const SimulationOpti
   auto orders = sampleOrders(scenario, options, capacity, total);
   if (!orders) return R::failure(orders.error());
 
-  SimulationReport report = emptyReport(scenario, options, capacity);
-  const std::size_t jobs = options.policies.size() * options.seeds.size();
+  const std::vector<Row> rows = rowsOf(options);
+  SimulationReport report = emptyReport(scenario, options, rows, capacity);
+  const std::size_t jobs = rows.size() * options.seeds.size();
   if (options.progress) {
-    options.progress->total = total * options.policies.size();
+    options.progress->total = total * rows.size();
     options.progress->runsTotal = jobs;
   }
-  const JobContext context{scenario,
-                           options,
-                           workload,
-                           *scorers,
-                           hindsightScorer.get(),
-                           *orders,
-                           capacity,
-                           static_cast<int>(std::ceil(options.load * 100.0 - 1e-9))};
+  const JobContext context{
+      scenario, options,  workload,
+      *scorers, rows,     hindsightScorer.get(),
+      *orders,  capacity, static_cast<int>(std::ceil(options.load * 100.0 - 1e-9))};
   JobQueue queue(context, report, jobs);
   const unsigned threads = threadCount(options.threads, jobs);
   const auto start = Clock::now();

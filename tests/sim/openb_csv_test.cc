@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "gpufair/sim/scenario.h"
+
 #include "sim/sim_testing.h"
 
 namespace gpufair::sim {
@@ -106,6 +108,50 @@ TEST(PodCsv, OptionalColumnsMayBeAbsent) {
   EXPECT_EQ((*pods)[0].gpuRequest(), 2000);
   EXPECT_EQ((*pods)[0].cpuMilli, 0);
   EXPECT_EQ((*pods)[1].gpuRequest(), 0);
+}
+
+// Some published openb lists have only these five columns (no gpu_spec, qos, phase or times).
+TEST(PodCsv, FiveColumnListsLoadAsAScenario) {
+  const char* text =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+      "p0,8000,16384,1,500\n"
+      "p1,4000,8192,2,1000\n"
+      "p2,16000,30517,0,0\n";
+  auto pods = parsePodCsv(text, "five.csv");
+  ASSERT_TRUE(pods.ok()) << pods.error();
+  ASSERT_EQ(pods->size(), 3u);
+  EXPECT_EQ((*pods)[0].gpuRequest(), 500);
+  EXPECT_TRUE((*pods)[0].sharesGpu());
+  EXPECT_THAT((*pods)[1].gpuModels, IsEmpty()) << "no gpu_spec: any model";
+  EXPECT_EQ((*pods)[2].cpuMilli, 16000);
+  auto nodes =
+      parseNodeCsv("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,8,V100M32\n", "nodes.csv");
+  ASSERT_TRUE(nodes.ok()) << nodes.error();
+  auto scenario = scenarioFromRows(*nodes, *pods, "five");
+  ASSERT_TRUE(scenario.ok()) << scenario.error();
+  EXPECT_EQ(scenario->templates[1].gpus, 2000);
+  EXPECT_THAT(scenario->templates[1].gpuModels, IsEmpty());
+  // Without times, a replay over time is refused, saying why.
+  auto lifetimes = parsePodLifetimes(text, "five.csv");
+  ASSERT_FALSE(lifetimes.ok());
+  EXPECT_THAT(lifetimes.error(), HasSubstr("five.csv:1: no creation_time and deletion_time"));
+}
+
+TEST(PodCsv, LifetimesAreReadInFileOrder) {
+  auto lifetimes = parsePodLifetimes(
+      "name,num_gpu,creation_time,deletion_time\np0,1,10,50\np1,0,20.0,20\n", "t.csv");
+  ASSERT_TRUE(lifetimes.ok()) << lifetimes.error();
+  ASSERT_EQ(lifetimes->size(), 2u);
+  EXPECT_EQ((*lifetimes)[0].created, 10);
+  EXPECT_EQ((*lifetimes)[0].deleted, 50);
+  EXPECT_EQ((*lifetimes)[1].created, 20);
+  auto backwards =
+      parsePodLifetimes("name,num_gpu,creation_time,deletion_time\np0,1,10,5\n", "t.csv");
+  ASSERT_FALSE(backwards.ok());
+  EXPECT_THAT(backwards.error(), HasSubstr("t.csv:2: column deletion_time: before creation_time"));
+  auto missing = parsePodLifetimes("name,num_gpu,creation_time,deletion_time\np0,1,10,\n", "t.csv");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.error(), HasSubstr("t.csv:2: column deletion_time: no value"));
 }
 
 TEST(PodCsv, AcceptsPandasFloatIntegers) {

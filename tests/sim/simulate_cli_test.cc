@@ -99,6 +99,11 @@ TEST_F(SimulateCli, UsageErrorsExitTwo) {
       {csv({"--sampling", "twice"}), "--sampling must be inflate or resample"},
       {csv({"--bogus"}), "unknown flag --bogus"},
       {csv({"--cluster", "c.yaml"}), "not both"},
+      {csv({"--path", "fast"}), "path \"fast\" is not one of paper, service, service-given"},
+      {csv({"--path", "paper,paper"}), "path paper given twice"},
+      {csv({"--filter-mode", "some"}), "--filter-mode: filter mode must be all, best or top-N"},
+      {csv({"--offered-load", "1"}), "--offered-load needs --over-time"},
+      {csv({"--over-time", "--offered-load", "x"}), "--offered-load \"x\""},
   };
   for (const auto& c : cases) {
     Outcome o = run(c.args);
@@ -127,6 +132,45 @@ TEST_F(SimulateCli, InputErrorsExitOne) {
   Outcome unwritable = run(csv({"--seeds", "1", "--json", dir_ + "/no/such/dir/x.json"}));
   EXPECT_EQ(unwritable.code, 1);
   EXPECT_THAT(unwritable.err, HasSubstr("cannot write"));
+}
+
+// Both paths on the same seeds, and the difference between them.
+TEST_F(SimulateCli, ComparesTheServicePathWithThePaperMode) {
+  Outcome o = run(csv({"--policy", "fgd", "--seeds", "1-2", "--path", "paper,service"}));
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("fgd (paper)"));
+  EXPECT_THAT(o.out, HasSubstr("fgd (service)"));
+  EXPECT_THAT(o.out, HasSubstr("difference to the paper mode"));
+  EXPECT_THAT(o.out, HasSubstr("fgd (service) - paper:"));
+  Outcome queues = run(csv({"--queues", dir_ + "/none.yaml"}));
+  EXPECT_EQ(queues.code, 1);
+  EXPECT_THAT(queues.err, HasSubstr("--queues: "));
+}
+
+TEST_F(SimulateCli, OverTimeNeedsTimesAndReports) {
+  Outcome noTimes = run(csv({"--over-time"}));
+  EXPECT_EQ(noTimes.code, 1);
+  EXPECT_THAT(noTimes.err, HasSubstr(pods_ + ":1: no creation_time and deletion_time columns"));
+
+  const std::string timed = dir_ + "/timed.csv";
+  std::ofstream(timed)
+      << "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"
+         "a,1000,1024,8,1000,0,100\nb,1000,1024,8,1000,10,50\n"
+         "c,1000,1024,4,1000,20,30\nd,1000,1024,1,500,30,90\n";
+  Outcome o = run({"--nodes", nodes_, "--pods", timed, "--quiet", "--over-time", "--policy",
+                   "fgd,bestfit", "--json", dir_ + "/t.json", "--plot", dir_ + "/t.svg"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_THAT(o.out, HasSubstr("wait from arrival to start"));
+  EXPECT_THAT(o.out, HasSubstr("bestfit"));
+  std::ifstream json(dir_ + "/t.json");
+  const auto j = nlohmann::json::parse(json);
+  EXPECT_EQ(j["schema"], "gpufair.simulate.time/v1");
+  ASSERT_EQ(j["policies"].size(), 2u);
+  EXPECT_EQ(j["policies"][0]["pods"], 4);
+  std::ifstream svg(dir_ + "/t.svg");
+  std::stringstream text;
+  text << svg.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("</svg>"));
 }
 
 TEST_F(SimulateCli, HelpExitsZero) {

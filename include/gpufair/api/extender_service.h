@@ -28,7 +28,9 @@
 
 #include "gpufair/api/http.h"
 #include "gpufair/api/request_observer.h"
+#include "gpufair/api/wire.h"
 #include "gpufair/common/status.h"
+#include "gpufair/policy/filter.h"
 #include "gpufair/policy/scorer.h"
 #include "gpufair/state/mirror.h"
 #include "gpufair/state/ports.h"
@@ -85,6 +87,14 @@ class ExtenderService final : public RequestHandler {
   Response prioritize(std::string_view body);
   Response preempt(std::string_view body);
   Response bind(std::string_view body);
+  // The verbs' typed cores: what filter(), prioritize() and bind() do once the body is decoded,
+  // for in-process callers (`gpufair simulate --path service`) that drive the service as
+  // kube-scheduler would without the JSON round trip. Same decisions, logs and observers as the
+  // HTTP verbs. filterArgs' and prioritizeArgs' results view into args.candidates.
+  policy::FilterResult filterArgs(ExtenderArgs& args);
+  std::vector<policy::NodeScore> prioritizeArgs(ExtenderArgs& args);
+  // "" when the pod was bound, else why not (ExtenderBindingResult.Error).
+  std::string bindArgs(const BindingArgs& args);
   Response healthz() const;
   Response readyz() const;
   Response debugSnapshot() const;

@@ -52,6 +52,17 @@ struct PodRow {
 Result<std::vector<NodeRow>> parseNodeCsv(std::string_view text, std::string_view source);
 Result<std::vector<PodRow>> parsePodCsv(std::string_view text, std::string_view source);
 
+// A pod's life in the trace, in seconds from the trace's start: created, then deleted.
+struct PodLifetime {
+  std::int64_t created = 0;
+  std::int64_t deleted = 0;
+};
+// creation_time and deletion_time of every row of a pod list, in file order. Fails when the
+// columns are absent (a list without times: "FILE:1: no creation_time and deletion_time columns:
+// ..."), a value is missing, or a pod is deleted before it is created.
+Result<std::vector<PodLifetime>> parsePodLifetimes(std::string_view text, std::string_view source);
+Result<std::vector<PodLifetime>> loadPodLifetimes(const std::string& path);
+
 Result<std::vector<NodeRow>> loadNodeCsv(const std::string& path);
 Result<std::vector<PodRow>> loadPodCsv(const std::string& path);
 

@@ -50,6 +50,9 @@ struct ReplayResult {
   MilliGpu failedGpus = 0;  // GPU requests of the failed pods
 };
 
+// The nodes (indices into Scenario::nodes) in the seeded random order ties go by: the first wins.
+std::vector<std::size_t> tieBreakOrder(std::size_t nodes, std::uint64_t seed);
+
 // `order`: indices into scenario.templates, in submission order (see sampling.h).
 ReplayResult replay(const Scenario& scenario, std::span<const std::size_t> order,
                     const policy::Scorer& scorer, const ReplayOptions& options);

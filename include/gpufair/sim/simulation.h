@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "gpufair/sim/report.h"
 #include "gpufair/sim/sampling.h"
 #include "gpufair/sim/scenario.h"
+#include "gpufair/sim/service_cluster.h"
 
 namespace gpufair::sim {
 
@@ -28,8 +30,26 @@ struct Progress {
 // seed's whole arrival set; its curve has one point, at 100 % arrived.
 inline constexpr const char* kHindsightPolicy = "hindsight";
 
+// How a pod is placed (`gpufair simulate --path`):
+//   kPaper:        the engine's scorer called directly with the workload given from the pod list,
+//                  exact scores (replay.h): the "Beware of Fragmentation" protocol;
+//   kService:      through the mirror and the extender service as `gpufair serve` runs
+//                  (service_replay.h), the workload learned online from the pods offered;
+//   kServiceGiven: the service path with the workload given, as the paper mode: the difference
+//                  to kService is what learning online costs.
+enum class Path { kPaper, kService, kServiceGiven };
+const char* pathName(Path path);  // "paper", "service", "service-given"
+std::optional<Path> parsePath(std::string_view text);
+// "paper,service": paths, in order; empty items, duplicates and unknown names are an error.
+Result<std::vector<Path>> parsePaths(std::string_view text);
+
 struct SimulationOptions {
   std::vector<std::string> policies;  // scorer names (policy::makeScorer), or kHindsightPolicy
+  // Each policy runs on every path; with more than one path a report row is named
+  // "POLICY (PATH)". The hindsight planner has no path: it runs once.
+  std::vector<Path> paths{Path::kPaper};
+  // The service path's wiring (filter mode, queues); its workload is set by the path.
+  ServiceClusterOptions service;
   std::vector<std::uint64_t> seeds{42, 43, 44, 45, 46, 47, 48, 49, 50, 51};
   double load = 1.3;
   Sampling sampling = Sampling::kInflate;
