@@ -34,7 +34,7 @@ json nodeJson(const policy::NodeState& state) {
               {"pods", std::move(pods)}};
 }
 
-json queueJson(const policy::QueueState& queue) {
+json flatQueueJson(const policy::QueueState& queue) {
   const auto& quota = queue.quota.gpu;
   return json{{"name", queue.quota.name},
               {"deserved", detail::gpusJson(quota.deserved)},
@@ -46,6 +46,19 @@ json queueJson(const policy::QueueState& queue) {
               {"pending", detail::gpusJson(queue.pending)},
               {"pendingPods", queue.pendingPods},
               {"runningPods", queue.runningPods}};
+}
+
+// Queue trees add "parent" and "depth" (children after their parent is not guaranteed: queues
+// keep the config's order), and "priority" when set; flat configs keep their document.
+json queueJson(const policy::QueueState& queue) {
+  json out = flatQueueJson(queue);
+  if (queue.parentIndex >= 0) {
+    out["parent"] = queue.quota.parent;
+    out["depth"] = queue.depth;
+  }
+  if (queue.children > 0) out["children"] = queue.children;
+  if (queue.quota.priority != 0) out["priority"] = queue.quota.priority;
+  return out;
 }
 
 }  // namespace

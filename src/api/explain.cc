@@ -121,7 +121,8 @@ json explainPending(const policy::ClusterSnapshot& snapshot, const policy::Pod& 
               {"admission",
                {{"admitted", admitted},
                 {"overQuota", result.admission.overQuota},
-                {"reason", admitted ? "" : result.admission.status.reason()}}},
+                {"reason", admitted ? "" : result.admission.status.reason()},
+                {"level", admitted ? "" : result.admission.level}}},
               {"feasibleNodes", result.feasible.size()},
               {"totalNodes", names.size()},
               {"nodes", std::move(nodes)},
@@ -183,6 +184,15 @@ Result<std::string> renderExplainJson(const policy::ClusterSnapshot& snapshot,
   document["pod"] = pod.key();
   document["uid"] = pod.uid;
   document["queue"] = pod.queue;
+  if (const policy::QueueState* q = snapshot.findQueue(pod.queue); q && q->parentIndex >= 0) {
+    // The pod's queue in its tree, top level first: "org > research > team-a".
+    const auto queues = snapshot.queues();
+    std::string path;
+    for (int level : policy::queueLineage(queues, static_cast<int>(q - queues.data())))
+      path =
+          queues[static_cast<std::size_t>(level)].quota.name + (path.empty() ? "" : " > ") + path;
+    document["queuePath"] = path;
+  }
   document["gpus"] = detail::gpusJson(pod.gpus);
   return document.dump(-1, ' ', false, json::error_handler_t::replace);
 }

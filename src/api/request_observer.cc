@@ -7,8 +7,14 @@ std::string_view admissionCategory(const policy::ClusterSnapshot& snapshot,
                                    const policy::Pod& pod) {
   const policy::QueueState* queue = pod.queue.empty() ? nullptr : snapshot.findQueue(pod.queue);
   if (queue == nullptr) return "unknown_queue";
-  const auto& limit = queue->quota.gpu.limit;
-  if (limit && queue->allocated + pod.gpus > *limit) return "quota_limit";
+  // The queue's limit, or an ancestor's (a queue tree), refused it.
+  const auto queues = snapshot.queues();
+  for (int level : policy::queueLineage(queues, static_cast<int>(queue - queues.data()))) {
+    const policy::QueueState& q = queues[static_cast<std::size_t>(level)];
+    const auto& limit = q.quota.gpu.limit;
+    if (limit && q.allocated + pod.gpus > *limit) return "quota_limit";
+  }
+  if (queue->children > 0) return "unknown_queue";  // a parent queue takes no pods
   return "quota_borrow";
 }
 

@@ -18,6 +18,7 @@ std::string renderExplain(const json& doc, int maxNodes) {
       << gpuText(doc.value("gpus", json(nullptr))) << " GPUs): " << doc.value("state", "?");
   if (!doc.value("node", "").empty()) out << " on " << doc.value("node", "");
   out << "\n";
+  if (doc.contains("queuePath")) out << "queue tree: " << doc.value("queuePath", "") << "\n";
   if (doc.contains("admission")) {
     const json& admission = doc.at("admission");
     out << "queue: ";

@@ -1,7 +1,11 @@
 // `gpufair serve`: the extender webhooks over a cluster from a file (demos, tests) or the API
 // server: options -> config (serve_config.h) -> run (serve_runner.h). And `gpufair validate`:
 // checks a quota file offline with the same code the service uses.
+#include <algorithm>
 #include <iostream>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "gpufair/config/cluster_file.h"
 #include "gpufair/config/quota.h"
@@ -18,6 +22,37 @@ namespace {
 int fail(const std::string& message, int code = 1) {
   std::cerr << "gpufair: " << message << "\n";
   return code;
+}
+
+// One line per queue; a queue tree as a tree (children indented under their parent).
+void printQueues(const QuotaConfig& quota) {
+  std::map<std::string, std::vector<const QueueQuota*>, std::less<>> children;
+  std::vector<const QueueQuota*> roots;
+  for (const auto& q : quota.queues) {
+    const bool known = std::any_of(quota.queues.begin(), quota.queues.end(),
+                                   [&](const QueueQuota& p) { return p.name == q.parent; });
+    if (q.parent.empty() || !known) {
+      roots.push_back(&q);
+    } else {
+      children[q.parent].push_back(&q);
+    }
+  }
+  std::vector<std::pair<const QueueQuota*, std::size_t>> stack;
+  for (auto it = roots.rbegin(); it != roots.rend(); ++it) stack.push_back({*it, 0});
+  std::size_t printed = 0;
+  while (!stack.empty() && printed++ < quota.queues.size()) {
+    const auto [q, depth] = stack.back();
+    stack.pop_back();
+    const auto& kids = children[q->name];
+    std::cout << "  " << std::string(2 * depth, ' ') << "queue " << q->name << ": deserved "
+              << formatGpus(q->gpu.deserved) << ", limit "
+              << (q->gpu.limit ? formatGpus(*q->gpu.limit) : "none") << ", overQuotaWeight "
+              << q->gpu.overQuotaWeight;
+    if (q->priority != 0) std::cout << ", priority " << q->priority;
+    if (!kids.empty()) std::cout << ", parent of " << kids.size();
+    std::cout << "\n";
+    for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back({*it, depth + 1});
+  }
 }
 
 }  // namespace
@@ -52,22 +87,24 @@ int runValidate(const std::vector<std::string>& argv) {
     std::cout << usage("validate [flags] FILE...", summary, flags);
     return parsed->has("help") ? 0 : 2;
   }
-  auto printQueues = [](const QuotaConfig& quota) {
-    for (const auto& q : quota.queues) {
-      std::cout << "  queue " << q.name << ": deserved " << formatGpus(q.gpu.deserved) << ", limit "
-                << (q.gpu.limit ? formatGpus(*q.gpu.limit) : "none") << ", overQuotaWeight "
-                << q.gpu.overQuotaWeight << "\n";
-    }
-  };
   int status = 0;
   std::vector<std::vector<config::QuotaObject>> quotaFiles;
+  const bool several = parsed->positional.size() > 1;
   for (const auto& path : parsed->positional) {
     auto quota = config::loadQuotaFile(path);
+    auto sources = config::loadQuotaSources(path);
+    if (!quota && several && sources) {
+      // Valid on its own but for its queue tree: a parent may live in another of the files.
+      std::cout << path << ": parsed; its queue tree is checked with the other files:\n"
+                << quota.error() << "\n";
+      quotaFiles.push_back(std::move(sources).value());
+      continue;
+    }
     if (quota) {
       std::cout << path << ": ok, " << quota->queues.size() << " queue"
                 << (quota->queues.size() == 1 ? "" : "s") << "\n";
       printQueues(*quota);
-      quotaFiles.push_back(config::loadQuotaSources(path).value());
+      quotaFiles.push_back(std::move(sources).value());
       continue;
     }
     // Not a quota file? It may be a whole cluster file (Nodes and Pods as well).
@@ -94,6 +131,7 @@ int runValidate(const std::vector<std::string>& argv) {
     if (together) {
       std::cout << "the " << quotaFiles.size() << " quota files together: ok, "
                 << together->queues.size() << " queues\n";
+      printQueues(*together);
     } else {
       std::cerr << "the " << quotaFiles.size()
                 << " quota files together (as kubectl apply -f of all of them): "

@@ -5,8 +5,11 @@
 #include <ctime>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "cli.h"
 #include "commands.h"
@@ -50,6 +53,35 @@ std::size_t longest(const json& rows, const char* key, std::size_t least) {
   std::size_t width = least;
   for (const auto& row : rows) width = std::max(width, row.value(key, std::string()).size());
   return width;
+}
+
+// Queues in tree order: each top-level queue (in the document's order), then its children, depth
+// first; each with its name indented two spaces per level. A flat config keeps its order.
+std::vector<std::pair<const json*, std::string>> queueTree(const json& queues) {
+  std::map<std::string, std::vector<const json*>> children;
+  std::map<std::string, bool> known;
+  for (const auto& q : queues) known[q.value("name", "")] = true;
+  std::vector<const json*> roots;
+  for (const auto& q : queues) {
+    const std::string parent = q.value("parent", "");
+    if (parent.empty() || known.count(parent) == 0) {
+      roots.push_back(&q);
+    } else {
+      children[parent].push_back(&q);
+    }
+  }
+  std::vector<std::pair<const json*, std::string>> out;
+  std::vector<std::pair<const json*, std::size_t>> stack;
+  for (auto it = roots.rbegin(); it != roots.rend(); ++it) stack.push_back({*it, 0});
+  while (!stack.empty() && out.size() < queues.size()) {
+    const auto [q, depth] = stack.back();
+    stack.pop_back();
+    const std::string name = q->value("name", "");
+    out.push_back({q, std::string(2 * depth, ' ') + name});
+    const auto& kids = children[name];
+    for (auto it = kids.rbegin(); it != kids.rend(); ++it) stack.push_back({*it, depth + 1});
+  }
+  return out;
 }
 
 std::string pendingKey(const json& pod) {
@@ -96,12 +128,14 @@ std::string renderTop(const json& snapshot, const std::map<std::string, std::str
         << padLeft(std::to_string(node.value("pods", json::array()).size()), 4) << state << "\n";
   }
 
-  const json& queues = snapshot.at("queues");
-  const std::size_t queueWidth = longest(queues, "name", 5);
+  const auto queues = queueTree(snapshot.at("queues"));
+  std::size_t queueWidth = 5;
+  for (const auto& row : queues) queueWidth = std::max(queueWidth, row.second.size());
   out << "\n"
       << padRight("QUEUE", queueWidth)
       << "  ALLOCATED  DESERVED  FAIR SHARE  LIMIT  BORROWED  PENDING  USE/FAIR\n";
-  for (const auto& q : queues) {
+  for (const auto& [row, label] : queues) {
+    const json& q = *row;
     const double fair = number(q.value("fairShare", json(0)));
     std::string use = "-";
     if (fair > 0) {
@@ -109,9 +143,9 @@ std::string renderTop(const json& snapshot, const std::map<std::string, std::str
       pct << std::fixed << std::setprecision(0) << 100.0 * number(q.at("allocated")) / fair << "%";
       use = pct.str();
     }
-    out << padRight(q.value("name", ""), queueWidth) << "  "
-        << padLeft(gpuText(q.at("allocated")), 9) << "  " << padLeft(gpuText(q.at("deserved")), 8)
-        << "  " << padLeft(gpuText(q.value("fairShare", json(nullptr))), 10) << "  "
+    out << padRight(label, queueWidth) << "  " << padLeft(gpuText(q.at("allocated")), 9) << "  "
+        << padLeft(gpuText(q.at("deserved")), 8) << "  "
+        << padLeft(gpuText(q.value("fairShare", json(nullptr))), 10) << "  "
         << padLeft(gpuText(q.at("limit")), 5) << "  " << padLeft(gpuText(q.at("overQuota")), 8)
         << "  " << padLeft(gpuText(q.at("pending")), 7) << "  " << padLeft(use, 8) << "\n";
   }

@@ -18,7 +18,8 @@ struct TopOptions {
 };
 
 // One row per node (a bar of used / free GPUs, fractions shown), one per queue (allocated vs
-// deserved vs fair share, limit, borrowed, pending), then the pending pods with their reason
+// deserved vs fair share, limit, borrowed, pending; a queue tree indented under its top-level
+// queues, children after their parent), then the pending pods with their reason
 // (`reasons`: pod key -> one sentence; pods without one show "-").
 std::string renderTop(const nlohmann::json& snapshot,
                       const std::map<std::string, std::string>& reasons, const TopOptions& options);

@@ -23,6 +23,7 @@ Result<QuotaConfig> mergeQuotaSources(const std::vector<QuotaSource>& sources) {
   };
   std::map<std::string, NamespaceOwner, std::less<>> namespaceOwner;
   const QuotaSource* defaultSource = nullptr;
+  QueueLocations locations;
 
   for (const auto& source : sources) {
     for (const auto& queue : source.config.queues) {
@@ -41,6 +42,8 @@ Result<QuotaConfig> mergeQuotaSources(const std::vector<QuotaSource>& sources) {
         }
       }
       merged.queues.push_back(queue);
+      if (auto at = source.locations.find(queue.name); at != source.locations.end())
+        locations.emplace(queue.name, at->second);
     }
     if (source.setsDefaultQueue) {
       if (defaultSource != nullptr) {
@@ -51,6 +54,10 @@ Result<QuotaConfig> mergeQuotaSources(const std::vector<QuotaSource>& sources) {
         merged.defaultQueue = source.config.defaultQueue;
       }
     }
+  }
+  if (errors.empty()) {
+    if (Status tree = validateQueueTree(merged, locations); !tree.isOk())
+      errors.push_back(tree.reason());
   }
   if (!errors.empty()) {
     std::string message;
@@ -70,7 +77,7 @@ Result<QuotaConfig> mergeQuotaConfigs(
   std::vector<QuotaSource> converted;
   converted.reserve(sources.size());
   for (const auto& [name, config] : sources) {
-    converted.push_back(QuotaSource{name, config, !(config.defaultQueue == unset)});
+    converted.push_back(QuotaSource{name, config, !(config.defaultQueue == unset), {}});
   }
   return mergeQuotaSources(converted);
 }

@@ -19,7 +19,8 @@ namespace detail {
 namespace {
 
 constexpr std::string_view kTopKeys[] = {"queues", "defaultQueue"};
-constexpr std::string_view kQueueKeys[] = {"name", "namespaces", "gpu", "reclaimMinRuntime"};
+constexpr std::string_view kQueueKeys[] = {"name",   "namespaces", "gpu", "reclaimMinRuntime",
+                                           "parent", "priority"};
 constexpr std::string_view kDefaultQueueKeys[] = {"gpu", "reclaimMinRuntime"};
 constexpr std::string_view kGpuKeys[] = {"deserved", "limit", "overQuotaWeight"};
 
@@ -36,6 +37,13 @@ class QuotaParser {
   QuotaParser(const Locator& where, ErrorList& errors) : where_(where), errors_(errors) {}
 
   QuotaSource parse(const YAML::Node& root) {
+    QuotaSource out = parseTop(root);
+    out.locations = std::move(locations_);
+    return out;
+  }
+
+ private:
+  QuotaSource parseTop(const YAML::Node& root) {
     QuotaSource out;
     out.source = where_.source;
     if (!root.IsMap()) {
@@ -54,7 +62,6 @@ class QuotaParser {
     return out;
   }
 
- private:
   void error(const YAML::Mark& mark, std::string_view what) { errors_.add(where_, mark, what); }
 
   // Calls onKey(key, value) for each allowed key in document order, and reports unknown and
@@ -114,8 +121,18 @@ class QuotaParser {
         parseGpu(value, owner, queue.gpu);
       } else if (key == "reclaimMinRuntime") {
         parseMinRuntime(value, owner, queue);
+      } else if (key == "parent") {
+        parseParent(value, owner, queue);
+      } else if (key == "priority") {
+        parsePriority(value, owner, queue);
       }
     });
+    if (!queue.name.empty()) {
+      QueueLocation& at = locations_[queue.name];
+      at.name = where_.at(name.Mark());
+      if (const YAML::Node parent = child(node, "parent"); present(parent))
+        at.parent = where_.at(parent.Mark());
+    }
     queues.push_back(std::move(queue));
   }
 
@@ -142,6 +159,33 @@ class QuotaParser {
       error(name.Mark(), "duplicate queue " + inQuotes(queue.name) + " (first defined at line " +
                              std::to_string(at->second) + ")");
     }
+  }
+
+  void parseParent(const YAML::Node& node, const std::string& owner, QueueQuota& queue) {
+    if (!present(node)) return;
+    if (!node.IsScalar() || node.Scalar().empty()) {
+      error(node.Mark(), owner + ": parent must be the name of another queue, found " +
+                             (node.IsScalar() ? std::string("an empty string") : describe(node)));
+      return;
+    }
+    queue.parent = node.Scalar();
+  }
+
+  void parsePriority(const YAML::Node& node, const std::string& owner, QueueQuota& queue) {
+    if (!present(node)) return;
+    const std::string& text = node.IsScalar() ? node.Scalar() : std::string();
+    int value = 0;
+    const char* begin = text.data();
+    const char* end = text.data() + text.size();
+    if (!text.empty() && *begin == '+') ++begin;
+    auto [ptr, ec] = std::from_chars(begin, end, value);
+    if (!node.IsScalar() || ec != std::errc() || ptr != end || begin == end) {
+      error(node.Mark(), owner +
+                             ": priority must be a whole number (higher borrows first), found " +
+                             (node.IsScalar() ? inQuotes(text) : std::string(describe(node))));
+      return;
+    }
+    queue.priority = value;
   }
 
   void parseDefaultQueue(const YAML::Node& node, QueueQuota& queue) {
@@ -292,6 +336,7 @@ class QuotaParser {
   ErrorList& errors_;
   std::map<std::string, int, std::less<>> queueLines_;
   std::map<std::string, Owner, std::less<>> namespaceOwners_;
+  QueueLocations locations_;
 };
 
 }  // namespace
@@ -339,6 +384,8 @@ Result<QuotaSource> parseQuotaSource(std::string_view text, std::string_view sou
 Result<QuotaConfig> parseQuotaYaml(std::string_view text, std::string_view source) {
   auto parsed = parseQuotaSource(text, source);
   if (!parsed.ok()) return Result<QuotaConfig>::failure(parsed.error());
+  if (Status tree = validateQueueTree(parsed->config, parsed->locations); !tree.isOk())
+    return Result<QuotaConfig>::failure(tree.reason());
   return std::move(parsed).value().config;
 }
 

@@ -15,6 +15,9 @@ double gpus(MilliGpu milli) {
 QueueMeasure measureQueue(const policy::QueueState& queue, std::vector<policy::PodPtr> borrowed) {
   QueueMeasure m;
   m.name = queue.quota.name;
+  m.parent = queue.parentIndex >= 0 ? queue.quota.parent : std::string();
+  m.depth = queue.depth;
+  m.hasChildren = queue.children > 0;
   m.deserved = gpus(queue.quota.gpu.deserved);
   if (queue.quota.gpu.limit) m.limit = gpus(*queue.quota.gpu.limit);
   m.allocated = gpus(queue.allocated);
@@ -63,6 +66,7 @@ double jainIndex(std::span<const double> values) {
 double fairnessIndex(std::span<const QueueMeasure> queues) {
   std::vector<double> ratios;
   for (const auto& q : queues) {
+    if (q.hasChildren) continue;  // a parent's amounts are its children's again
     if (q.allocated + q.pending > 0 && q.fairShare > 0) ratios.push_back(q.allocated / q.fairShare);
   }
   return jainIndex(ratios);
@@ -95,11 +99,18 @@ ClusterMeasures measureCluster(const policy::ClusterSnapshot& snapshot) {
       if (pod->overQuota && pod->gpus > 0) borrowed[pod->queue].push_back(pod);
     }
   }
-  for (const auto& queue : snapshot.queues()) {
-    auto it = borrowed.find(queue.quota.name);
-    m.queues.push_back(measureQueue(
-        queue, it == borrowed.end() ? std::vector<policy::PodPtr>{} : std::move(it->second)));
+  const auto queues = snapshot.queues();
+  std::vector<std::vector<policy::PodPtr>> subtree(queues.size());  // borrowed pods, per level
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    auto it = borrowed.find(queues[i].quota.name);
+    if (it == borrowed.end()) continue;
+    for (int up : policy::queueLineage(queues, static_cast<int>(i))) {
+      auto& into = subtree[static_cast<std::size_t>(up)];
+      into.insert(into.end(), it->second.begin(), it->second.end());
+    }
   }
+  for (std::size_t i = 0; i < queues.size(); ++i)
+    m.queues.push_back(measureQueue(queues[i], std::move(subtree[i])));
   m.fairnessIndex = fairnessIndex(m.queues);
   m.pendingPods = static_cast<int>(snapshot.pending().size());
   return m;

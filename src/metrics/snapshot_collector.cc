@@ -1,5 +1,6 @@
 #include "snapshot_collector.h"
 
+#include <algorithm>
 #include <deque>
 #include <exception>
 #include <map>
@@ -41,6 +42,13 @@ void sample(MetricFamily& family, double value, std::vector<ClientMetric::Label>
   family.metric.push_back(std::move(metric));
 }
 
+// {queue}, plus {parent} for a queue in a tree below the top level.
+std::vector<ClientMetric::Label> queueLabels(const QueueMeasure& q) {
+  std::vector<ClientMetric::Label> labels{{"queue", q.name}};
+  if (!q.parent.empty()) labels.push_back({"parent", q.parent});
+  return labels;
+}
+
 void addQueues(Families& out, const ClusterMeasures& m) {
   struct Spec {
     const char* name;
@@ -64,15 +72,15 @@ void addQueues(Families& out, const ClusterMeasures& m) {
   };
   for (const Spec& spec : specs) {
     MetricFamily& family = out.add(spec.name, spec.help);
-    for (const auto& q : m.queues) sample(family, q.*spec.field, {{"queue", q.name}});
+    for (const auto& q : m.queues) sample(family, q.*spec.field, queueLabels(q));
   }
   MetricFamily& limit =
       out.add("queue_limit_gpus", "The most GPUs the queue may hold (no series: no limit).");
   for (const auto& q : m.queues) {
-    if (q.limit) sample(limit, *q.limit, {{"queue", q.name}});
+    if (q.limit) sample(limit, *q.limit, queueLabels(q));
   }
   MetricFamily& pods = out.add("queue_pending_pods", "Pending pods of the queue that want GPUs.");
-  for (const auto& q : m.queues) sample(pods, q.pendingPods, {{"queue", q.name}});
+  for (const auto& q : m.queues) sample(pods, q.pendingPods, queueLabels(q));
 }
 
 void addCluster(Families& out, const ClusterMeasures& m) {
@@ -135,16 +143,32 @@ void addFeed(Families& out, const std::vector<ResourceCounters>& counters) {
 }
 
 // Every configured queue has a series (0 until reclaim evicts from it), and so has every queue
-// evicted from since, configured or not.
+// evicted from since, configured or not. A parent queue counts its subtree's evictions.
 void addEvictions(Families& out, const ClusterMeasures* m,
                   std::map<std::string, std::uint64_t, std::less<>> counts) {
+  std::map<std::string, std::string, std::less<>> parents;
   if (m != nullptr) {
-    for (const auto& q : m->queues) counts.try_emplace(q.name, 0);
+    for (const auto& q : m->queues) {
+      counts.try_emplace(q.name, 0);
+      if (!q.parent.empty()) parents.emplace(q.name, q.parent);
+    }
+    std::vector<const QueueMeasure*> deepest;
+    for (const auto& q : m->queues) deepest.push_back(&q);
+    std::stable_sort(deepest.begin(), deepest.end(),
+                     [](const auto* a, const auto* b) { return a->depth > b->depth; });
+    for (const QueueMeasure* q : deepest) {
+      if (!q->parent.empty()) counts[q->parent] += counts[q->name];
+    }
   }
   MetricFamily& family = out.add("reclaim_evictions_total",
-                                 "Borrowed pods evicted by reclaim, by the queue they belonged to.",
+                                 "Borrowed pods evicted by reclaim, by the queue they belonged to "
+                                 "(a parent queue: by its subtree).",
                                  MetricType::Counter);
-  for (const auto& [queue, n] : counts) sample(family, static_cast<double>(n), {{"queue", queue}});
+  for (const auto& [queue, n] : counts) {
+    std::vector<ClientMetric::Label> labels{{"queue", queue}};
+    if (auto p = parents.find(queue); p != parents.end()) labels.push_back({"parent", p->second});
+    sample(family, static_cast<double>(n), std::move(labels));
+  }
 }
 
 void addTls(Families& out, const TlsCertificateStatus& tls) {

@@ -135,39 +135,106 @@ const QueueState* findIn(std::span<const QueueState> queues, std::string_view na
   return nullptr;
 }
 
-// The queue decision. `fairShareOf` gives the pod's queue fair share with the pod counted; it is
-// asked only for a pod that would borrow. `reserved`: GPUs reserved for the queue's other pods
-// and gangs, charged as if they ran.
-template <typename FairShareOf>
-Admission decide(std::span<const QueueState> queues, MilliGpu free, const Pod& pod,
-                 MilliGpu reserved, FairShareOf fairShareOf) {
-  Admission a;
-  a.queue = pod.queue;
-  if (pod.gpus == 0) return a;
+int indexIn(std::span<const QueueState> queues, std::string_view name) {
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    if (queues[i].quota.name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// ", parent of team-a" / ", parent of physics, above team-a": which level of the pod's queue tree
+// a reason is about (lineage[k]; k = 0 is the pod's own queue).
+std::string levelOf(std::span<const QueueState> queues, const std::vector<int>& lineage,
+                    std::size_t k) {
+  if (k == 0) return "";
+  auto name = [&](std::size_t at) {
+    return queues[static_cast<std::size_t>(lineage[at])].quota.name;
+  };
+  return ", parent of " + name(k - 1) + (k == 1 ? "" : ", above " + name(0));
+}
+
+// The index of the pod's queue, which must exist and be a leaf; -1 with the refusal in `a`.
+int leafQueue(std::span<const QueueState> queues, const Pod& pod, Admission& a) {
   if (pod.queue.empty()) {
     auto label = pod.labels.find(kQueueLabel);
     const std::string named = label == pod.labels.end() ? "" : label->second;
     a.status = Status::unresolvable("label " + std::string(kQueueLabel) + "=" + named +
                                     " names a queue that does not exist");
-    return a;
+    return -1;
   }
-  const QueueState* q = findIn(queues, pod.queue);
-  if (q == nullptr) {
+  const int own = indexIn(queues, pod.queue);
+  if (own < 0) {
     a.status = Status::unresolvable("queue " + pod.queue + " does not exist");
-    return a;
+    a.level = pod.queue;
+    return -1;
+  }
+  const QueueState& q = queues[static_cast<std::size_t>(own)];
+  if (q.children > 0) {
+    a.status = Status::unresolvable(
+        "queue " + pod.queue + " is a parent queue (of " + std::to_string(q.children) +
+        (q.children == 1 ? " queue" : " queues") + "): pods run in its child queues");
+    a.level = pod.queue;
+    return -1;
+  }
+  return own;
+}
+
+// Borrowing takes only idle GPUs: free GPUs less the unmet in-quota demand of the other leaf
+// queues. `charged`: what the pod's queue holds (with its reservations) before the pod.
+Status idleFor(std::span<const QueueState> queues, MilliGpu free, const Pod& pod, MilliGpu charged,
+               MilliGpu borrow) {
+  MilliGpu held = 0;
+  std::string heldFor;
+  for (const QueueState& other : queues) {
+    if (other.quota.name == pod.queue || other.children > 0) continue;
+    if (MilliGpu unmet = other.unmetDeserved(); unmet > 0) {
+      held += unmet;
+      heldFor += (heldFor.empty() ? "" : ", ") + other.quota.name + " " + formatGpus(unmet);
+    }
+  }
+  const MilliGpu idle = free > held ? free - held : 0;
+  if (borrow <= idle) return Status::ok();
+  const QueueState* q = findIn(queues, pod.queue);
+  std::string reason = "queue " + pod.queue + " at " + formatGpus(charged) + "/" +
+                       formatGpus(q->quota.gpu.deserved) + " GPUs (deserved) would borrow " +
+                       gpus(borrow) + " but only " + gpus(idle) + " are idle (" + formatGpus(free) +
+                       " free";
+  if (held > 0) reason += ", " + formatGpus(held) + " held for pending in-quota work of " + heldFor;
+  return Status::unschedulable(reason + ")");
+}
+
+// The queue decision, level by level up the queue tree (a flat config has one level). `reservedAt`
+// gives the GPUs reserved for a queue's (subtree's) other pods and gangs, charged as if they ran;
+// `fairShareOf` a queue's fair share with the pod counted, asked only where the pod would borrow.
+template <typename ReservedAt, typename FairShareOf>
+Admission decide(std::span<const QueueState> queues, MilliGpu free, const Pod& pod,
+                 ReservedAt reservedAt, FairShareOf fairShareOf) {
+  Admission a;
+  a.queue = pod.queue;
+  if (pod.gpus == 0) return a;
+  const int own = leafQueue(queues, pod, a);
+  if (own < 0) return a;
+  const QueueState* q = &queues[static_cast<std::size_t>(own)];
+  const std::vector<int> lineage = queueLineage(queues, own);
+  for (std::size_t k = 0; k < lineage.size(); ++k) {
+    const QueueState& level = queues[static_cast<std::size_t>(lineage[k])];
+    const MilliGpu charged = level.allocated + reservedAt(lineage[k]);
+    if (level.quota.gpu.limit && charged + pod.gpus > *level.quota.gpu.limit) {
+      a.status =
+          Status::unresolvable("queue " + level.quota.name + " at " + formatGpus(charged) + "/" +
+                               formatGpus(*level.quota.gpu.limit) + " GPUs (limit)" +
+                               levelOf(queues, lineage, k) + "; pod needs " + gpus(pod.gpus));
+      a.level = level.quota.name;
+      return a;
+    }
   }
   const GpuQuota& quota = q->quota.gpu;
-  const MilliGpu charged = q->allocated + reserved;
+  const MilliGpu charged = q->allocated + reservedAt(own);
   const MilliGpu after = charged + pod.gpus;
-  if (quota.limit && after > *quota.limit) {
-    a.status = Status::unresolvable("queue " + pod.queue + " at " + formatGpus(charged) + "/" +
-                                    formatGpus(*quota.limit) + " GPUs (limit); pod needs " +
-                                    gpus(pod.gpus));
-    return a;
-  }
   if (after <= quota.deserved) return a;
 
-  // Borrowing: only up to the queue's fair share, and only from idle GPUs.
+  // Borrowing: only up to the fair share of the queue and of every ancestor, and only from idle
+  // GPUs.
   const MilliGpu borrow = std::min(pod.gpus, after - quota.deserved);
   if (quota.overQuotaWeight <= 0) {
     a.status = Status::unschedulable("queue " + pod.queue + " at " + formatGpus(charged) + "/" +
@@ -175,34 +242,27 @@ Admission decide(std::span<const QueueState> queues, MilliGpu free, const Pod& p
                                      " GPUs (deserved) and its overQuotaWeight is 0: it does not "
                                      "borrow; pod needs " +
                                      gpus(pod.gpus));
+    a.level = pod.queue;
     return a;
   }
-  if (const MilliGpu fairShare = fairShareOf(*q); after > fairShare) {
-    a.status = Status::unschedulable(
-        "queue " + pod.queue + " would use " + gpus(after) + "; deserved " +
-        formatGpus(quota.deserved) + ", fair share " + formatGpus(fairShare) +
-        (quota.limit ? ", limit " + formatGpus(*quota.limit) : std::string(", no limit")));
-    return a;
-  }
-  MilliGpu held = 0;
-  std::string heldFor;
-  for (const QueueState& other : queues) {
-    if (other.quota.name == pod.queue) continue;
-    if (MilliGpu unmet = other.unmetDeserved(); unmet > 0) {
-      held += unmet;
-      heldFor += (heldFor.empty() ? "" : ", ") + other.quota.name + " " + formatGpus(unmet);
+  for (std::size_t k = 0; k < lineage.size(); ++k) {
+    const QueueState& level = queues[static_cast<std::size_t>(lineage[k])];
+    const GpuQuota& lq = level.quota.gpu;
+    const MilliGpu levelAfter = level.allocated + reservedAt(lineage[k]) + pod.gpus;
+    if (k > 0 && levelAfter <= lq.deserved) continue;
+    if (const MilliGpu fairShare = fairShareOf(lineage[k]); levelAfter > fairShare) {
+      a.status = Status::unschedulable(
+          "queue " + level.quota.name + " would use " + gpus(levelAfter) + "; deserved " +
+          formatGpus(lq.deserved) + ", fair share " + formatGpus(fairShare) +
+          (lq.limit ? ", limit " + formatGpus(*lq.limit) : std::string(", no limit")) +
+          levelOf(queues, lineage, k));
+      a.level = level.quota.name;
+      return a;
     }
   }
-  const MilliGpu idle = free > held ? free - held : 0;
-  if (borrow > idle) {
-    std::string reason = "queue " + pod.queue + " at " + formatGpus(charged) + "/" +
-                         formatGpus(quota.deserved) + " GPUs (deserved) would borrow " +
-                         gpus(borrow) + " but only " + gpus(idle) + " are idle (" +
-                         formatGpus(free) + " free";
-    if (held > 0)
-      reason += ", " + formatGpus(held) + " held for pending in-quota work of " + heldFor;
-    reason += ")";
-    a.status = Status::unschedulable(std::move(reason));
+  if (Status idle = idleFor(queues, free, pod, charged, borrow); !idle.isOk()) {
+    a.status = std::move(idle);
+    a.level = pod.queue;
     return a;
   }
   a.overQuota = true;
@@ -212,18 +272,43 @@ Admission decide(std::span<const QueueState> queues, MilliGpu free, const Pod& p
 }  // namespace
 
 Admission admit(const ClusterSnapshot& snapshot, const Pod& pod) {
-  const MilliGpu reserved =
-      snapshot.reservations().empty() ? 0 : snapshot.reservedInQueue(pod.queue, pod);
-  return decide(snapshot.queues(), snapshot.free(), pod, reserved, [&](const QueueState& q) {
-    const MilliGpu after = q.allocated + reserved + pod.gpus;
-    // The pod can only raise its own queue's share: recompute only when the listed one refuses.
-    return after <= q.fairShare ? q.fairShare : fairShareCounting(snapshot, pod);
+  const auto queues = snapshot.queues();
+  const bool anyReserved = !snapshot.reservations().empty();
+  const bool flat = std::all_of(queues.begin(), queues.end(),
+                                [](const QueueState& q) { return q.parentIndex < 0; });
+  auto reservedAt = [&](int queue) -> MilliGpu {
+    if (!anyReserved) return 0;
+    const std::string& name = queues[static_cast<std::size_t>(queue)].quota.name;
+    if (flat || queues[static_cast<std::size_t>(queue)].children == 0)
+      return snapshot.reservedInQueue(name, pod);
+    MilliGpu sum = 0;  // a parent: reservations of every queue in its subtree
+    for (std::size_t i = 0; i < queues.size(); ++i) {
+      if (queues[i].children > 0) continue;
+      const auto up = queueLineage(queues, static_cast<int>(i));
+      if (std::find(up.begin(), up.end(), queue) != up.end())
+        sum += snapshot.reservedInQueue(queues[i].quota.name, pod);
+    }
+    return sum;
+  };
+  std::vector<MilliGpu> counted;  // every queue's share with the pod counted, when needed
+  return decide(queues, snapshot.free(), pod, reservedAt, [&](int queue) {
+    const QueueState& q = queues[static_cast<std::size_t>(queue)];
+    const MilliGpu after = q.allocated + reservedAt(queue) + pod.gpus;
+    // The pod can only raise its own queues' shares: recompute only when the listed one refuses.
+    if (after <= q.fairShare) return q.fairShare;
+    if (counted.empty()) counted = fairSharesCounting(snapshot, pod);
+    return counted[static_cast<std::size_t>(queue)];
   });
 }
 
 Admission admitAfter(std::span<const QueueState> queues, MilliGpu free, const Pod& pod,
                      MilliGpu fairShare) {
-  return decide(queues, free, pod, 0, [&](const QueueState&) { return fairShare; });
+  const int own = indexIn(queues, pod.queue);
+  return decide(
+      queues, free, pod, [](int) -> MilliGpu { return 0; },
+      [&](int queue) {
+        return queue == own ? fairShare : queues[static_cast<std::size_t>(queue)].fairShare;
+      });
 }
 
 Status fitsNode(const NodeState& node, const Pod& pod) {

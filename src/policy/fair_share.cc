@@ -129,40 +129,141 @@ bool whole(MilliGpu milli) {
 
 }  // namespace
 
+namespace {
+
+// The inputs as the water-filling sees them: in units of the granularity.
+struct ShareTable {
+  std::vector<std::string_view> names;
+  std::vector<Units> caps;   // min(demand, limit, what the children can take)
+  std::vector<Units> bases;  // min(deserved, cap)
+  std::vector<long double> deservedWeights;
+  std::vector<long double> overWeights;
+};
+
+// Splits `amount` units among `members` (siblings): deserved first (water-filled by deserved when
+// they add up to more), then what is left by priority, highest first, each priority level
+// water-filled by overQuotaWeight. Adds to `given`.
+void splitAmong(std::span<const std::size_t> members, Units amount,
+                std::span<const FairShareInput> queues, const ShareTable& u,
+                std::vector<Units>& given) {
+  const std::size_t n = members.size();
+  std::vector<std::string_view> names(n);
+  std::vector<Units> bases(n);
+  std::vector<Units> local(n, 0);
+  std::vector<long double> weights(n);
+  Units baseSum = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    names[k] = u.names[members[k]];
+    bases[k] = u.bases[members[k]];
+    weights[k] = u.deservedWeights[members[k]];
+    baseSum += bases[k];
+  }
+  if (baseSum <= amount) {
+    local = bases;
+  } else {
+    waterFill(amount, weights, bases, names, local);
+  }
+  Units used = std::accumulate(local.begin(), local.end(), Units{0});
+  std::vector<int> levels;  // the distinct priorities, highest first (usually one)
+  for (std::size_t i : members) {
+    if (std::find(levels.begin(), levels.end(), queues[i].priority) == levels.end())
+      levels.push_back(queues[i].priority);
+  }
+  std::sort(levels.rbegin(), levels.rend());
+  std::vector<Units> rooms(n);
+  for (int level : levels) {
+    if (used >= amount) break;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t i = members[k];
+      weights[k] = queues[i].priority == level ? u.overWeights[i] : 0.0L;
+      rooms[k] = u.caps[i] - local[k];
+    }
+    const Units before = std::accumulate(local.begin(), local.end(), Units{0});
+    waterFill(amount - used, weights, rooms, names, local);
+    used += std::accumulate(local.begin(), local.end(), Units{0}) - before;
+  }
+  for (std::size_t k = 0; k < n; ++k) given[members[k]] += local[k];
+}
+
+// Children of each input, the top-level inputs, and a top-down order. A parent index out of range,
+// or one that leads into a cycle, makes the input top-level.
+struct Forest {
+  std::vector<std::vector<std::size_t>> children;
+  std::vector<std::size_t> roots;
+  std::vector<std::size_t> order;  // parents before children
+};
+
+Forest forestOf(std::span<const FairShareInput> queues) {
+  const std::size_t n = queues.size();
+  Forest f;
+  f.children.resize(n);
+  auto valid = [&](std::size_t i) {
+    const int p = queues[i].parent;
+    return p >= 0 && static_cast<std::size_t>(p) < n && static_cast<std::size_t>(p) != i;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    bool rooted = false;
+    std::size_t at = i;
+    for (std::size_t steps = 0; steps <= n; ++steps) {
+      if (!valid(at)) {
+        rooted = true;
+        break;
+      }
+      at = static_cast<std::size_t>(queues[at].parent);
+      if (at == i) break;
+    }
+    if (rooted && valid(i)) {
+      f.children[static_cast<std::size_t>(queues[i].parent)].push_back(i);
+    } else {
+      f.roots.push_back(i);
+    }
+  }
+  f.order = f.roots;
+  for (std::size_t k = 0; k < f.order.size(); ++k) {
+    for (std::size_t c : f.children[f.order[k]]) f.order.push_back(c);
+  }
+  return f;
+}
+
+}  // namespace
+
 std::vector<MilliGpu> computeFairShares(std::span<const FairShareInput> queues, MilliGpu capacity,
                                         MilliGpu granularity) {
   granularity = std::max<MilliGpu>(granularity, 1);
   const std::size_t n = queues.size();
-  std::vector<std::string_view> names(n);
-  std::vector<Units> caps(n);   // min(demand, limit)
-  std::vector<Units> bases(n);  // min(deserved, cap)
-  std::vector<long double> deservedWeights(n);
-  std::vector<long double> overWeights(n);
-  Units baseSum = 0;
+  ShareTable u;
+  u.names.resize(n);
+  u.caps.resize(n);
+  u.bases.resize(n);
+  u.deservedWeights.resize(n);
+  u.overWeights.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const FairShareInput& q = queues[i];
-    names[i] = q.name;
+    u.names[i] = q.name;
     MilliGpu cap = std::max<MilliGpu>(q.demand, 0);
     if (q.limit) cap = std::min(cap, std::max<MilliGpu>(*q.limit, 0));
-    caps[i] = toUnits(cap, granularity);
-    bases[i] = std::min(toUnits(q.deserved, granularity), caps[i]);
-    baseSum += bases[i];
-    deservedWeights[i] = static_cast<long double>(std::max<MilliGpu>(q.deserved, 0));
+    u.caps[i] = toUnits(cap, granularity);
+    u.deservedWeights[i] = static_cast<long double>(std::max<MilliGpu>(q.deserved, 0));
     const bool borrows = std::isfinite(q.overQuotaWeight) && q.overQuotaWeight > 0;
-    overWeights[i] = borrows ? static_cast<long double>(q.overQuotaWeight) : 0.0L;
+    u.overWeights[i] = borrows ? static_cast<long double>(q.overQuotaWeight) : 0.0L;
   }
-  const Units total = toUnits(capacity, granularity);
-  std::vector<Units> given(n, 0);
-  if (baseSum <= total) {
-    given = bases;
-  } else {
-    waterFill(total, deservedWeights, bases, names, given);
+  const Forest forest = forestOf(queues);
+  // A parent can hold no more than its children can take.
+  for (auto it = forest.order.rbegin(); it != forest.order.rend(); ++it) {
+    const auto& kids = forest.children[*it];
+    if (kids.empty()) continue;
+    Units sum = 0;
+    for (std::size_t c : kids) sum += u.caps[c];
+    u.caps[*it] = std::min(u.caps[*it], sum);
   }
-  Units used = std::accumulate(given.begin(), given.end(), Units{0});
-  std::vector<Units> rooms(n);
-  for (std::size_t i = 0; i < n; ++i) rooms[i] = caps[i] - given[i];
-  waterFill(total - used, overWeights, rooms, names, given);
+  for (std::size_t i = 0; i < n; ++i)
+    u.bases[i] = std::min(toUnits(queues[i].deserved, granularity), u.caps[i]);
 
+  std::vector<Units> given(n, 0);
+  splitAmong(forest.roots, toUnits(capacity, granularity), queues, u, given);
+  for (std::size_t i : forest.order) {
+    if (!forest.children[i].empty()) splitAmong(forest.children[i], given[i], queues, u, given);
+  }
   std::vector<MilliGpu> shares(n);
   for (std::size_t i = 0; i < n; ++i) shares[i] = given[i] * granularity;
   return shares;
@@ -177,33 +278,49 @@ MilliGpu fairShareGranularity(std::span<const FairShareInput> queues, MilliGpu c
 }
 
 FairShareInput fairShareInput(const QueueState& queue) {
-  return FairShareInput{queue.quota.name, queue.quota.gpu.deserved, queue.quota.gpu.limit,
+  return FairShareInput{queue.quota.name,
+                        queue.quota.gpu.deserved,
+                        queue.quota.gpu.limit,
                         queue.quota.gpu.overQuotaWeight,
-                        queue.allocated + queue.pending + queue.reservedAhead};
+                        queue.allocated + queue.pending + queue.reservedAhead,
+                        queue.parentIndex,
+                        queue.quota.priority};
+}
+
+namespace {
+
+bool countedPending(const ClusterSnapshot& snapshot, const Pod& pod) {
+  const auto pending = snapshot.pending();
+  return !pod.uid.empty() && std::any_of(pending.begin(), pending.end(), [&](const PodPtr& p) {
+    return p->uid == pod.uid && p->queue == pod.queue && p->gpus >= pod.gpus;
+  });
+}
+
+}  // namespace
+
+std::vector<MilliGpu> fairSharesCounting(const ClusterSnapshot& snapshot, const Pod& pod) {
+  const auto queues = snapshot.queues();
+  const QueueState* own = snapshot.findQueue(pod.queue);
+  std::vector<MilliGpu> listed;
+  listed.reserve(queues.size());
+  for (const QueueState& q : queues) listed.push_back(q.fairShare);
+  if (own == nullptr || pod.gpus <= 0 || countedPending(snapshot, pod)) return listed;
+  std::vector<FairShareInput> inputs;
+  inputs.reserve(queues.size());
+  for (const QueueState& q : queues) inputs.push_back(fairShareInput(q));
+  // The pod's GPUs are demand of its queue and of every ancestor.
+  for (int q : queueLineage(queues, static_cast<int>(own - queues.data())))
+    inputs[static_cast<std::size_t>(q)].demand += pod.gpus;
+  const MilliGpu capacity = snapshot.capacity();
+  return computeFairShares(inputs, capacity, fairShareGranularity(inputs, capacity));
 }
 
 MilliGpu fairShareCounting(const ClusterSnapshot& snapshot, const Pod& pod) {
   const QueueState* own = snapshot.findQueue(pod.queue);
   if (own == nullptr) return 0;
-  const auto pending = snapshot.pending();
-  const bool counted =
-      !pod.uid.empty() && std::any_of(pending.begin(), pending.end(), [&](const PodPtr& p) {
-        return p->uid == pod.uid && p->queue == pod.queue && p->gpus >= pod.gpus;
-      });
-  if (counted || pod.gpus <= 0) return own->fairShare;
-  const auto queues = snapshot.queues();
-  std::vector<FairShareInput> inputs;
-  inputs.reserve(queues.size());
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < queues.size(); ++i) {
-    inputs.push_back(fairShareInput(queues[i]));
-    if (&queues[i] == own) {
-      inputs.back().demand += pod.gpus;
-      at = i;
-    }
-  }
-  const MilliGpu capacity = snapshot.capacity();
-  return computeFairShares(inputs, capacity, fairShareGranularity(inputs, capacity))[at];
+  if (pod.gpus <= 0 || countedPending(snapshot, pod)) return own->fairShare;
+  return fairSharesCounting(snapshot,
+                            pod)[static_cast<std::size_t>(own - snapshot.queues().data())];
 }
 
 }  // namespace gpufair::policy

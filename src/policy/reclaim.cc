@@ -81,8 +81,10 @@ std::optional<NodePlan> Planner::evaluate(const Candidate& c, bool bySize) {
     for (std::size_t i = 0; i < c.units.size(); ++i) {
       const Unit& u = c.units[i];
       if (taken[i] || !canEvict(u)) continue;
-      const QueueInfo& q = queues_[static_cast<std::size_t>(u.queue)];
-      const Rank r{u.borrowed, excessNow(u.queue), q.name, u.youngest, u.members.front()->uid};
+      const int by = rankQueue(u);
+      const QueueInfo& q = queues_[static_cast<std::size_t>(by)];
+      const Rank r{u.borrowed, q.priority, excessNow(by),
+                   q.name,     u.youngest, u.members.front()->uid};
       const Unit* best = pick < 0 ? nullptr : &c.units[static_cast<std::size_t>(pick)];
       const bool first = best == nullptr ||
                          (bySize && u.here.gpus != best->here.gpus ? u.here.gpus > best->here.gpus
@@ -191,6 +193,17 @@ std::optional<ReclaimOutcome> Planner::prepare() {
   const MilliGpu after = mine.allocated + pod_.gpus;
   const MilliGpu deserved = mine.state->quota.gpu.deserved;
   inQuota_ = after <= deserved;
+  const auto all = snap_.queues();
+  for (int up : queueLineage(all, reclaimer_)) {
+    const QueueState& level = all[static_cast<std::size_t>(up)];
+    const MilliGpu levelAfter = queues_[static_cast<std::size_t>(up)].allocated + pod_.gpus;
+    if (level.quota.gpu.limit && levelAfter > *level.quota.gpu.limit) {
+      return outcome(Kind::kNotEligible,
+                     "queue " + level.quota.name + " would hold " + gpusText(levelAfter) +
+                         " with this pod, above its limit " + formatGpus(*level.quota.gpu.limit) +
+                         (up == reclaimer_ ? std::string() : ", parent of " + pod_.queue));
+    }
+  }
   if (!inQuota_ && after > mine.owed) {
     return outcome(Kind::kNotEligible, "queue " + pod_.queue + " would hold " + gpusText(after) +
                                            " with this pod, above its deserved " +
@@ -208,7 +221,15 @@ std::optional<ReclaimOutcome> Planner::prepare() {
     q.floor =
         inQuota_ ? q.state->quota.gpu.deserved : std::max(q.state->quota.gpu.deserved, q.owed);
     q.victim = static_cast<int>(i) != reclaimer_ && q.allocated > q.floor;
-    anyVictimQueue_ = anyVictimQueue_ || q.victim;
+  }
+  linkTree();
+  for (const QueueInfo& q : queues_) {
+    // A queue gives only when it and every level it gives from is above its floor.
+    const bool gives = q.victim && q.state->children == 0 &&
+                       std::all_of(q.gives.begin(), q.gives.end(), [&](int level) {
+                         return queues_[static_cast<std::size_t>(level)].victim;
+                       });
+    anyVictimQueue_ = anyVictimQueue_ || gives;
   }
   return std::nullopt;
 }

@@ -29,6 +29,12 @@ struct QueueInfo {
   MilliGpu floor = 0;      // as a victim, the queue may not drop below this
   bool victim = false;     // may give GPUs in this plan
   std::chrono::seconds minRuntime{0};
+  // Queue trees: the queues a pod of this queue gives from (itself and its ancestors below the
+  // lowest one it shares with the reclaimer), and the one of them it ranks by: the ancestor just
+  // below that common one (the queue itself when flat).
+  std::vector<int> gives;
+  int rankBy = -1;
+  int priority = 0;
 
   // GPUs held by pods labelled borrowed. Unlabelled pods of the queue may give only what its
   // excess over the floor leaves beyond those: the labeller keeps the label on exactly the pods
@@ -71,16 +77,19 @@ struct Unit {
   std::vector<std::pair<int, MilliGpu>> unlabelledCost;  // of cost, by pods not labelled borrowed
   Freed here;                                            // freed on the node being planned
   std::optional<Timestamp> youngest;  // latest start among members; none: unknown
-  int queue = -1;                     // the queue it ranks by (the largest cost)
+  int queue = -1;                     // its queue (of the largest cost); ranks by its rankBy
   bool borrowed = true;               // every member is labelled over-quota
   MilliGpu gpus = 0;                  // GPUs of all members
 };
 
 // The rank of a unit in victim order: pods labelled borrowed (gpufair.io/over-quota, set at bind
-// and removed once a pod fits within deserved) first, then the queue most above what it is owed,
-// then the youngest, then uid. `excess` is passed in because it changes as the plan evicts.
+// and removed once a pod fits within deserved) first, then the lowest queue priority, then the
+// queue most above what it is owed, then the youngest, then uid. Priority, excess and queue are
+// those of the queue the unit ranks by (QueueInfo::rankBy). `excess` is passed in because it
+// changes as the plan evicts.
 struct Rank {
   bool borrowed = false;
+  int priority = 0;
   MilliGpu excess = 0;
   std::string_view queue;
   std::optional<Timestamp> youngest;
@@ -161,6 +170,12 @@ class Planner {
   bool fitsNow(const Candidate& candidate) const;  // the pod fits there after the evictions
   std::optional<NodePlan> evaluate(const Candidate& candidate, bool bySize);
   Rank staticRank(const Unit& unit) const;
+  int rankQueue(const Unit& unit) const {
+    return queues_[static_cast<std::size_t>(unit.queue)].rankBy;
+  }
+  void linkTree();  // QueueInfo::gives and rankBy, once the reclaimer is known
+  std::vector<std::pair<int, MilliGpu>> upTheTree(
+      const std::vector<std::pair<int, MilliGpu>>& costs) const;
   bool better(const NodePlan& a, const NodePlan& b) const;
   ReclaimPlan commit(const NodePlan& plan) const;
   std::string victimReason(const Pod& victim) const;
@@ -173,6 +188,7 @@ class Planner {
   int reclaimer_ = -1;
   bool inQuota_ = false;
   bool anyVictimQueue_ = false;  // some queue other than the reclaimer's may give GPUs
+  bool anyTree_ = false;         // some queue gives from an ancestor too
   std::unordered_set<std::string_view> releasingUids_;
   std::unordered_map<std::string_view, std::vector<PodPtr>> releasingByNode_;
   std::optional<std::unordered_map<std::string, std::vector<PodPtr>>> gangs_;

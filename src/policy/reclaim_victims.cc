@@ -20,6 +20,7 @@ Freed freedBy(const Pod& pod) {
 
 bool ranksBefore(const Rank& a, const Rank& b) {
   if (a.borrowed != b.borrowed) return a.borrowed;
+  if (a.priority != b.priority) return a.priority < b.priority;
   if (a.excess != b.excess) return a.excess > b.excess;
   if (a.queue != b.queue) return a.queue < b.queue;
   if (a.youngest != b.youngest) {
@@ -47,12 +48,14 @@ void Planner::buildQueues() {
     q.owed = owedGpus(all[i]);
     q.minRuntime = all[i].quota.reclaimMinRuntime;
     q.labelled = all[i].overQuota;
+    q.priority = all[i].quota.priority;
     queueIndex_.emplace(q.name, static_cast<int>(i));
   }
   for (const auto& p : options_.promised) {
     if (p->uid == pod_.uid) continue;
     if (int q = queueOf(*p); q >= 0) {
-      queues_[static_cast<std::size_t>(q)].allocated += p->gpus;
+      for (int up : queueLineage(all, q))
+        queues_[static_cast<std::size_t>(up)].allocated += p->gpus;
       log_.chargeQueue(q, p->gpus);
     }
   }
@@ -68,8 +71,10 @@ void Planner::noteReleasing() {
       if (!releasingUids_.insert(here->uid).second) break;
       releasingByNode_[node->name()].push_back(here);
       log_.removePod(here);
-      if (int q = queueOf(*here); q >= 0)
-        queues_[static_cast<std::size_t>(q)].allocated -= here->gpus;
+      if (int q = queueOf(*here); q >= 0) {
+        for (int up : queueLineage(snap_.queues(), q))
+          queues_[static_cast<std::size_t>(up)].allocated -= here->gpus;
+      }
       break;
     }
   }
@@ -145,7 +150,26 @@ std::optional<Unit> Planner::unitFor(const PodPtr& pod, const NodeState& node) {
       std::max_element(unit.cost.begin(), unit.cost.end(), [](const auto& a, const auto& b) {
         return a.second < b.second;
       })->first;
+  if (anyTree_) {
+    unit.cost = upTheTree(unit.cost);
+    unit.unlabelledCost = upTheTree(unit.unlabelledCost);
+  }
   return unit;
+}
+
+// Costs charged to queues also charged to the ancestors they give from (QueueInfo::gives).
+std::vector<std::pair<int, MilliGpu>> Planner::upTheTree(
+    const std::vector<std::pair<int, MilliGpu>>& costs) const {
+  std::vector<std::pair<int, MilliGpu>> out;
+  for (const auto& [q, amount] : costs) {
+    for (int level : queues_[static_cast<std::size_t>(q)].gives) {
+      auto it =
+          std::find_if(out.begin(), out.end(), [&](const auto& c) { return c.first == level; });
+      if (it == out.end()) it = out.insert(out.end(), {level, 0});
+      it->second += amount;
+    }
+  }
+  return out;
 }
 
 void Planner::collect(const NodeState& node, Candidate& candidate) {
@@ -177,8 +201,15 @@ bool Planner::screen(Candidate& c, MilliGpu* reachable) {
     // A gang's unit may rank before its member here (another member is younger, or its queue is
     // another): count it as ranking first.
     const bool gang = p->inGang();
-    const Rank r = gang ? Rank{true, std::numeric_limits<MilliGpu>::max(), {}, Timestamp::max(), {}}
-                        : Rank{p->overQuota, info.excess(), info.name, startOf(*p), p->uid};
+    const QueueInfo& by = queues_[static_cast<std::size_t>(info.rankBy)];
+    const Rank r = gang
+                       ? Rank{true,
+                              std::numeric_limits<int>::min(),
+                              std::numeric_limits<MilliGpu>::max(),
+                              {},
+                              Timestamp::max(),
+                              {}}
+                       : Rank{p->overQuota, by.priority, by.excess(), by.name, startOf(*p), p->uid};
     if (!any || ranksBefore(r, c.optimistic)) c.optimistic = r;
     any = true;
   }
@@ -194,8 +225,25 @@ bool Planner::screen(Candidate& c, MilliGpu* reachable) {
 }
 
 Rank Planner::staticRank(const Unit& unit) const {
-  const QueueInfo& q = queues_[static_cast<std::size_t>(unit.queue)];
-  return {unit.borrowed, q.excess(), q.name, unit.youngest, unit.members.front()->uid};
+  const QueueInfo& q = queues_[static_cast<std::size_t>(rankQueue(unit))];
+  return {unit.borrowed, q.priority, q.excess(), q.name, unit.youngest, unit.members.front()->uid};
+}
+
+// Which of each queue's levels give GPUs for this reclaimer: those below the lowest ancestor it
+// shares with the reclaimer's queue; the top one of them is the one it ranks by.
+void Planner::linkTree() {
+  const auto all = snap_.queues();
+  const std::vector<int> mine = queueLineage(all, reclaimer_);
+  for (std::size_t i = 0; i < queues_.size(); ++i) {
+    QueueInfo& q = queues_[i];
+    q.gives.clear();
+    for (int up : queueLineage(all, static_cast<int>(i))) {
+      if (std::find(mine.begin(), mine.end(), up) != mine.end()) break;
+      q.gives.push_back(up);
+      anyTree_ = anyTree_ || up != static_cast<int>(i);
+    }
+    q.rankBy = q.gives.empty() ? static_cast<int>(i) : q.gives.back();
+  }
 }
 
 }  // namespace gpufair::policy::reclaim_detail

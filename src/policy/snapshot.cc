@@ -1,6 +1,7 @@
 #include "gpufair/policy/snapshot.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "gpufair/common/labels.h"
 #include "gpufair/policy/fair_share.h"
@@ -25,6 +26,65 @@ std::string resolveQueue(const QuotaConfig& config, std::string_view ns, const L
       return q.name;
   }
   return config.defaultQueue.name;
+}
+
+void linkQueueTree(std::span<QueueState> queues) {
+  std::unordered_map<std::string_view, int> at;
+  for (std::size_t i = 0; i < queues.size(); ++i)
+    at.emplace(queues[i].quota.name, static_cast<int>(i));
+  for (QueueState& q : queues) {
+    q.parentIndex = -1;
+    q.depth = 0;
+    q.children = 0;
+    if (q.quota.parent.empty()) continue;
+    if (auto it = at.find(q.quota.parent); it != at.end() && it->second != (&q - queues.data()))
+      q.parentIndex = it->second;
+  }
+  // A parent chain that loops (config validation refuses it) makes its queues top-level.
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    int depth = 0;
+    int p = queues[i].parentIndex;
+    while (p >= 0 && depth <= static_cast<int>(queues.size())) {
+      ++depth;
+      p = queues[static_cast<std::size_t>(p)].parentIndex;
+    }
+    if (p >= 0) {
+      queues[i].parentIndex = -1;
+      depth = 0;
+    }
+    queues[i].depth = depth;
+  }
+  for (const QueueState& q : queues) {
+    if (q.parentIndex >= 0) ++queues[static_cast<std::size_t>(q.parentIndex)].children;
+  }
+}
+
+void sumQueueTree(std::span<QueueState> queues) {
+  std::vector<std::size_t> order(queues.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return queues[a].depth > queues[b].depth; });
+  for (std::size_t i : order) {
+    const QueueState& q = queues[i];
+    if (q.parentIndex < 0) continue;
+    QueueState& p = queues[static_cast<std::size_t>(q.parentIndex)];
+    p.allocated += q.allocated;
+    p.overQuota += q.overQuota;
+    p.pending += q.pending;
+    p.pendingPods += q.pendingPods;
+    p.runningPods += q.runningPods;
+    p.reservedAhead += q.reservedAhead;
+  }
+}
+
+std::vector<int> queueLineage(std::span<const QueueState> queues, int queue) {
+  std::vector<int> out;
+  for (int q = queue;
+       q >= 0 && static_cast<std::size_t>(q) < queues.size() && out.size() <= queues.size();
+       q = queues[static_cast<std::size_t>(q)].parentIndex) {
+    out.push_back(q);
+  }
+  return out;
 }
 
 ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending,
@@ -73,11 +133,12 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<Po
   queues_.reserve(quota_.queues.size() + 1);
   for (const auto& q : quota_.queues) queues_.push_back(QueueState{q});
   queues_.push_back(QueueState{quota_.defaultQueue});
+  linkQueueTree(queues_);
+  std::unordered_map<std::string_view, std::size_t> queueAt;
+  for (std::size_t i = 0; i < queues_.size(); ++i) queueAt.emplace(queues_[i].quota.name, i);
   auto queueIndex = [&](const std::string& name) -> QueueState* {
-    for (auto& q : queues_) {
-      if (q.quota.name == name) return &q;
-    }
-    return nullptr;
+    auto it = queueAt.find(name);
+    return it == queueAt.end() ? nullptr : &queues_[it->second];
   };
   for (const auto& node : nodes_) {
     for (const auto& use : node->byQueue()) {
@@ -121,6 +182,7 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<Po
       }
     }
   }
+  sumQueueTree(queues_);
   std::vector<FairShareInput> inputs;
   inputs.reserve(queues_.size());
   for (const auto& q : queues_) inputs.push_back(fairShareInput(q));

@@ -157,10 +157,21 @@ void UndoLog::account(NodeWork& w, const Pod& pod, int sign) {
   w.used += sign * pod.gpus;
   const int q = queueIndex(pod.queue);
   if (q < 0 || pod.gpus < 0) return;
-  QueueState& queue = queues_[static_cast<std::size_t>(q)];
-  queue.allocated += sign * pod.gpus;
-  if (pod.overQuota) queue.overQuota += sign * pod.gpus;
-  queue.runningPods += sign;
+  // The pod's queue and every ancestor count it (snapshot.h: a child's usage counts upwards).
+  for (int at = q, steps = 0; at >= 0 && steps <= static_cast<int>(queues_.size()); ++steps) {
+    QueueState& queue = queues_[static_cast<std::size_t>(at)];
+    queue.allocated += sign * pod.gpus;
+    if (pod.overQuota) queue.overQuota += sign * pod.gpus;
+    queue.runningPods += sign;
+    at = queue.parentIndex;
+  }
+}
+
+void UndoLog::chargeUp(int queue, MilliGpu gpus) {
+  for (int at = queue, steps = 0; at >= 0 && steps <= static_cast<int>(queues_.size()); ++steps) {
+    queues_[static_cast<std::size_t>(at)].allocated += gpus;
+    at = queues_[static_cast<std::size_t>(at)].parentIndex;
+  }
 }
 
 void UndoLog::takeGpus(NodeWork& w, Placed& placed) const {
@@ -235,7 +246,7 @@ void UndoLog::place(std::size_t node, const PodPtr& pod) {
 
 void UndoLog::chargeQueue(int queue, MilliGpu gpus) {
   if (queue < 0 || static_cast<std::size_t>(queue) >= queues_.size()) return;
-  queues_[static_cast<std::size_t>(queue)].allocated += gpus;
+  chargeUp(queue, gpus);
   entries_.push_back({Op::kCharge, -1, 0, nullptr, queue, gpus});
 }
 
@@ -251,7 +262,7 @@ bool UndoLog::reserve(Reservation reservation) {
 
 void UndoLog::undo(const Entry& e) {
   if (e.op == Op::kCharge) {
-    queues_[static_cast<std::size_t>(e.queue)].allocated -= e.gpus;
+    chargeUp(e.queue, -e.gpus);
     return;
   }
   NodeWork& w = work_[static_cast<std::size_t>(e.work)];

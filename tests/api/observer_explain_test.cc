@@ -144,6 +144,29 @@ TEST(RejectionCategory, ReservationsAndGangs) {
   EXPECT_EQ(rejectionCategory(*snap, broken, policy::filter(*snap, broken, nodes)), "gang");
 }
 
+// A queue tree: a parent's limit is a quota_limit refusal of its child's pod, and /debug/explain
+// names the level that refused and the pod's place in the tree.
+TEST(RejectionCategory, AParentsLimitAndTheExplainDocument) {
+  const auto snap = testing::snapshotOf(
+      {MakeNode("n1").gpus(8), MakeNode("n2").gpus(8)},
+      {MakePod("team-a", "run").gpus(4).on("n1"), MakePod("team-a", "wait").gpus(2)},
+      {MakeQueue("research").namespaces({}).deserved(4).limit(4),
+       MakeQueue("team-a").parent("research").deserved(4)});
+  const std::vector<std::string_view> nodes = {"n1", "n2"};
+  const policy::Pod pod = testing::resolved(*snap, MakePod("team-a", "p").gpus(1));
+  EXPECT_EQ(rejectionCategory(*snap, pod, policy::filter(*snap, pod, nodes)), "quota_limit");
+
+  const auto scorer = policy::makeScorer("blockfit");
+  ASSERT_NE(scorer, nullptr);
+  auto doc = renderExplainJson(*snap, "team-a/wait", *scorer);
+  ASSERT_TRUE(doc.ok()) << doc.error();
+  const json explain = parseJson(*doc);
+  EXPECT_EQ(explain.at("queuePath"), "research > team-a");
+  EXPECT_EQ(explain.at("admission").at("level"), "research");
+  EXPECT_EQ(explain.at("admission").at("reason"),
+            "queue research at 4/4 GPUs (limit), parent of team-a; pod needs 2 GPUs");
+}
+
 TEST(RejectionCategory, CpuAndMemoryWhenFitChecksThem) {
   policy::SnapshotOptions options;
   options.fit.checkCpuMemory = true;

@@ -63,6 +63,33 @@ TEST(RenderTop, NodesQueuesAndPendingPods) {
   EXPECT_EQ(out.find("team-b/p3"), std::string::npos) << out;
 }
 
+TEST(RenderTop, QueueTreesIndentedChildrenAfterTheirParent) {
+  json doc = snapshotDoc();
+  auto queue = [](const char* name, const char* parent, double allocated) {
+    json q = {{"name", name},         {"deserved", 2},          {"limit", nullptr},
+              {"overQuotaWeight", 1}, {"allocated", allocated}, {"overQuota", 0},
+              {"fairShare", 2},       {"pending", 0},           {"pendingPods", 0},
+              {"runningPods", 1}};
+    if (*parent != '\0') q["parent"] = parent;
+    return q;
+  };
+  // Merged configs sort queues by name: children may come before their parent.
+  doc["queues"] =
+      json::array({queue("a-team", "research", 1), queue("ops", "", 2), queue("research", "", 3),
+                   queue("b-team", "research", 2), queue("sub", "b-team", 2)});
+  const std::string out = renderTop(doc, {}, {});
+  const std::size_t at = out.find("QUEUE");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string expected =
+      "QUEUE     ALLOCATED  DESERVED  FAIR SHARE  LIMIT  BORROWED  PENDING  USE/FAIR\n"
+      "ops               2         2           2      -         0        0      100%\n"
+      "research          3         2           2      -         0        0      150%\n"
+      "  a-team          1         2           2      -         0        0       50%\n"
+      "  b-team          2         2           2      -         0        0      100%\n"
+      "    sub           2         2           2      -         0        0      100%\n";
+  EXPECT_EQ(out.substr(at, expected.size()), expected) << out;
+}
+
 TEST(RenderTop, NothingPending) {
   json doc = snapshotDoc();
   doc["pending"] = json::array();

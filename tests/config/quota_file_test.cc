@@ -74,7 +74,7 @@ TEST(QuotaFile, RawErrorsCarryTheFileName) {
   EXPECT_EQ(config.error(),
             path +
                 ":3:3: unknown key \"gpus\" in queue \"ml\" (did you mean \"gpu\"?); "
-                "allowed keys: name, namespaces, gpu, reclaimMinRuntime");
+                "allowed keys: name, namespaces, gpu, reclaimMinRuntime, parent, priority");
 }
 
 TEST(QuotaFile, MergesSeveralConfigMapsAndNamesBothOnConflict) {

@@ -45,7 +45,7 @@ const InvalidCase kInvalid[] = {
      "queues, defaultQueue"},
     {"UnknownQueueKey", "queues:\n- name: a\n  namespace: [a]\n",
      "q.yaml:3:3: unknown key \"namespace\" in queue \"a\" (did you mean \"namespaces\"?); allowed "
-     "keys: name, namespaces, gpu, reclaimMinRuntime"},
+     "keys: name, namespaces, gpu, reclaimMinRuntime, parent, priority"},
     {"UnknownGpuKey", "queues:\n- name: a\n  gpu: {deserved: 1, burst: 2}\n",
      "q.yaml:3:22: unknown key \"burst\" in queue \"a\" gpu; allowed keys: deserved, limit, "
      "overQuotaWeight"},
@@ -57,7 +57,7 @@ const InvalidCase kInvalid[] = {
      "q.yaml:1:9: queues must be a list of queues, found a map"},
     {"QueueNotAMap", "queues:\n- team-a\n",
      "q.yaml:2:3: queues[0] must be a map with keys name, namespaces, gpu, reclaimMinRuntime, "
-     "found a scalar"},
+     "parent, priority, found a scalar"},
     {"MissingName", "queues:\n- namespaces: [a]\n", "q.yaml:2:3: queues[0] has no name"},
     {"EmptyName", "queues:\n- name: \"\"\n", "q.yaml:2:9: queues[0]: name is empty"},
     {"NameNotAString", "queues:\n- name: [a]\n",

@@ -68,6 +68,14 @@ class BinaryTest(unittest.TestCase):
                     self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
                     self.assertIn(": ok", out.stdout)
 
+    def test_the_queue_tree_example_validates_as_a_tree(self):
+        out = run("validate", os.path.join(EXAMPLES, "queue-tree.yaml"))
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("  queue research: deserved 40, limit 56, overQuotaWeight 1, parent of 2\n"
+                      "    queue nlp: deserved 24, limit none, overQuotaWeight 1\n", out.stdout)
+        self.assertIn("    queue batch: deserved 8, limit none, overQuotaWeight 1, priority -1\n",
+                      out.stdout)
+
     def test_the_readme_quota_steps_validate_together(self):
         # The README's steps: the installed example, then examples/team-quotas.yaml applied over it.
         installed = os.path.join(MANIFESTS, "40-quota-example.yaml")

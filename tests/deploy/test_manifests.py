@@ -17,8 +17,9 @@ DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 RBAC_NAME = re.compile(r"^[a-z0-9]([-a-z0-9:.]*[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
-# examples/ files that are not Kubernetes objects: a bare queues.yaml and extender request bodies.
-NOT_OBJECTS = {"queues.yaml"}
+# examples/ files that are not Kubernetes objects: bare queues.yaml documents (extender request
+# bodies are JSON).
+NOT_OBJECTS = {"queues.yaml", "queue-tree.yaml"}
 
 
 def object_problems(where, obj):

@@ -95,6 +95,34 @@ TEST_F(QuotaWatcherTest, AValidConfigMapIsAppliedAtOnce) {
   EXPECT_TRUE(events().empty());
 }
 
+// Queue trees span ConfigMaps: a child whose parent is in no ConfigMap (deleted, or a cycle across
+// two of them) is rejected with its file:line, and the last good tree stays in force.
+TEST_F(QuotaWatcherTest, AnInvalidQueueTreeKeepsTheLastGoodTree) {
+  const std::string dept = "queues:\n- name: research\n  gpu: {deserved: 8, limit: 8}\n";
+  const std::string team =
+      "queues:\n- name: team-a\n  parent: research\n  namespaces: [team-a]\n"
+      "  gpu: {deserved: 8}\n";
+  watcher_.replace({configMap("dept", dept), configMap("team", team)});
+  ASSERT_EQ(queueNames(), (std::vector<std::string>{"research", "team-a"}));
+  const QuotaConfig good = mirror_.quotaConfig();
+  EXPECT_EQ(good.queues[1].parent, "research");
+
+  watcher_.deleted(configMap("dept", dept));
+  EXPECT_EQ(mirror_.quotaConfig(), good);
+  EXPECT_FALSE(watcher_.healthy());
+  EXPECT_THAT(watcher_.lastError(), HasSubstr("ConfigMap gpufair-system/team:3:11: queue "
+                                              "\"team-a\": parent \"research\" is not a queue"));
+
+  const std::string cycle = "queues:\n- name: research\n  parent: team-a\n";
+  watcher_.added(configMap("dept", cycle, kNs, "2"));
+  EXPECT_EQ(mirror_.quotaConfig(), good);
+  EXPECT_THAT(watcher_.lastError(), HasSubstr("parents form a cycle"));
+
+  watcher_.modified(configMap("dept", dept, kNs, "3"));
+  EXPECT_TRUE(watcher_.healthy());
+  EXPECT_EQ(mirror_.quotaConfig(), good);
+}
+
 TEST_F(QuotaWatcherTest, AnInvalidChangeKeepsTheLastGoodConfigAndSaysWhy) {
   watcher_.added(configMap("quotas", kTeamA));
   const QuotaConfig good = mirror_.quotaConfig();

@@ -104,6 +104,34 @@ TEST(Metrics, SnapshotValuesWithLabels) {
   EXPECT_FALSE(m.value(R"(gpufair_queue_limit_gpus{queue="team-b"})").has_value());
 }
 
+// Queue trees: every level has its series; children carry the label parent, and a parent's
+// amounts (evictions too) are its subtree's. Top-level queues keep {queue} alone.
+TEST(Metrics, QueueTreesLabelEveryLevel) {
+  auto tree = [] {
+    return testing::snapshotOf(
+        {MakeNode("n1").gpus(8), MakeNode("n2").gpus(4)},
+        {MakePod("team-a", "run").gpus(6).on("n1"), MakePod("team-b", "run").gpus(2).on("n2"),
+         MakePod("team-b", "wait").gpus(2)},
+        {MakeQueue("research").namespaces({}).deserved(8).limit(10),
+         MakeQueue("team-a").parent("research").deserved(6),
+         MakeQueue("team-b").parent("research").deserved(2), MakeQueue("ops").deserved(2)});
+  };
+  Metrics metrics(tree);
+  metrics.reclaimEvicted("team-a");
+  metrics.reclaimEvicted("team-b");
+  const auto m = parseExposition(metrics.render());
+  EXPECT_EQ(m.value(R"(gpufair_queue_allocated_gpus{queue="research"})"), 8);
+  EXPECT_EQ(m.value(R"(gpufair_queue_pending_gpus{queue="research"})"), 2);
+  EXPECT_EQ(m.value(R"(gpufair_queue_limit_gpus{queue="research"})"), 10);
+  EXPECT_EQ(m.value(R"(gpufair_queue_allocated_gpus{parent="research",queue="team-a"})"), 6);
+  EXPECT_EQ(m.value(R"(gpufair_queue_deserved_gpus{parent="research",queue="team-b"})"), 2);
+  EXPECT_EQ(m.value(R"(gpufair_queue_pending_pods{parent="research",queue="team-b"})"), 1);
+  EXPECT_EQ(m.value(R"(gpufair_queue_allocated_gpus{queue="ops"})"), 0);
+  EXPECT_EQ(m.value(R"(gpufair_reclaim_evictions_total{parent="research",queue="team-a"})"), 1);
+  EXPECT_EQ(m.value(R"(gpufair_reclaim_evictions_total{queue="research"})"), 2);
+  EXPECT_EQ(m.value(R"(gpufair_reclaim_evictions_total{queue="ops"})"), 0);
+}
+
 TEST(Metrics, CountersWithBoundedLabels) {
   Metrics metrics([] { return smallCluster(); });
   metrics.requestObserved("filter", "ok", 0.0003);

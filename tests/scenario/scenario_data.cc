@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "gpufair/common/labels.h"
+#include "gpufair/config/quota.h"
 
 namespace gpufair::scenario {
 namespace {
@@ -87,7 +88,9 @@ policy::Node nodeOf(const YAML::Node& n) {
 }
 
 QueueQuota queueOf(const YAML::Node& n) {
-  onlyKeys(n, {"name", "namespaces", "deserved", "limit", "weight", "reclaimMinRuntime"},
+  onlyKeys(n,
+           {"name", "namespaces", "deserved", "limit", "weight", "reclaimMinRuntime", "parent",
+            "priority"},
            "a queue");
   QueueQuota q;
   q.name = n["name"].as<std::string>();
@@ -96,6 +99,8 @@ QueueQuota queueOf(const YAML::Node& n) {
   if (n["limit"]) q.gpu.limit = milli(n["limit"]);
   if (n["weight"]) q.gpu.overQuotaWeight = n["weight"].as<double>();
   if (n["reclaimMinRuntime"]) q.reclaimMinRuntime = duration(n["reclaimMinRuntime"]);
+  if (n["parent"]) q.parent = n["parent"].as<std::string>();
+  if (n["priority"]) q.priority = n["priority"].as<int>();
   return q;
 }
 
@@ -138,7 +143,8 @@ Expect expectOf(const YAML::Node& n) {
   if (!n || n.size() == 0) throw std::runtime_error("a step without expect checks nothing");
   onlyKeys(n,
            {"feasible", "failed", "unresolvable", "refused", "best", "scores", "node", "kind",
-            "victims", "reason", "kept", "dropped", "borrowing", "slots"},
+            "victims", "reason", "kept", "dropped", "borrowing", "slots", "shares", "allocated",
+            "error", "applied"},
            "expect");
   Expect e;
   if (n["feasible"]) e.feasible = strings(n["feasible"]);
@@ -157,6 +163,11 @@ Expect expectOf(const YAML::Node& n) {
   if (n["dropped"]) e.dropped = stringMap(n["dropped"]);
   if (n["borrowing"]) e.borrowing = n["borrowing"].as<bool>();
   if (n["slots"]) e.slots = strings(n["slots"]);
+  for (const auto& kv : n["shares"]) e.shares[kv.first.as<std::string>()] = kv.second.as<double>();
+  for (const auto& kv : n["allocated"])
+    e.allocated[kv.first.as<std::string>()] = kv.second.as<double>();
+  if (n["error"]) e.error = n["error"].as<std::string>();
+  if (n["applied"]) e.applied = n["applied"].as<bool>();
   return e;
 }
 
@@ -177,6 +188,17 @@ Scenario loadScenario(const std::string& path) {
     sc.now = Timestamp{std::chrono::seconds{1'800'000'000}};
     for (const auto& n : root["nodes"]) sc.nodes.push_back(nodeOf(n));
     for (const auto& n : root["queues"]) sc.queues.push_back(queueOf(n));
+    // A parent queue holds no pods: its namespaces default to none.
+    for (std::size_t i = 0; i < sc.queues.size(); ++i) {
+      const bool isParent = std::any_of(sc.queues.begin(), sc.queues.end(), [&](const auto& q) {
+        return q.parent == sc.queues[i].name;
+      });
+      if (isParent && !root["queues"][i]["namespaces"]) sc.queues[i].namespaces.clear();
+    }
+    QuotaConfig whole;
+    whole.queues = sc.queues;
+    if (Status tree = config::validateQueueTree(whole); !tree.isOk())
+      throw std::runtime_error(tree.reason());
     onlyKeys(root,
              {"description", "checkCpuMemory", "nodes", "queues", "pods", "reservations", "steps"},
              "the file");
@@ -192,10 +214,12 @@ Scenario loadScenario(const std::string& path) {
     }
     sc.fit.checkCpuMemory = root["checkCpuMemory"].as<bool>(false);
     for (const auto& n : root["steps"]) {
-      onlyKeys(n, withPodKeys({"verb", "scorer", "proposed", "spared", "expect"}), "a step");
+      onlyKeys(n, withPodKeys({"verb", "scorer", "proposed", "spared", "quotaYaml", "expect"}),
+               "a step");
       Step step;
       step.verb = n["verb"].as<std::string>();
-      step.pod = podOf(n, sc.now);
+      if (n["pod"]) step.pod = podOf(n, sc.now);
+      if (n["quotaYaml"]) step.quotaYaml = n["quotaYaml"].as<std::string>();
       step.scorer = n["scorer"].as<std::string>("blockfit");
       if (n["proposed"]) step.proposed = listMap(n["proposed"]);
       if (n["spared"]) step.spared = strings(n["spared"]);

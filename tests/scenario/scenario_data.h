@@ -32,12 +32,17 @@ struct Expect {
   std::map<std::string, std::string> dropped;            // preempt: node -> reason substring
   std::optional<bool> borrowing;                         // preempt: preemptorBorrowing
   std::optional<std::vector<std::string>> slots;         // gang: the planned nodes, sorted
+  std::map<std::string, double> shares;                  // shares: queue -> fair share in GPUs
+  std::map<std::string, double> allocated;  // shares: queue -> allocated GPUs (subtree's)
+  std::optional<std::string> error;         // quota: the refusal (substring)
+  std::optional<bool> applied;              // quota: the new config is in force
 };
 
 struct Step {
-  std::string verb;  // filter, prioritize, place, preempt, reclaim, gang
-  policy::Pod pod;
-  std::string scorer;                                        // prioritize, place
+  std::string verb;       // filter, prioritize, place, preempt, reclaim, gang, shares, quota
+  policy::Pod pod;        // shares and quota take none
+  std::string quotaYaml;  // quota: a queues.yaml document
+  std::string scorer;     // prioritize, place
   std::map<std::string, std::vector<std::string>> proposed;  // preempt: node -> ns/name victims
   std::vector<std::string> spared;                           // reclaim: ns/name not to evict
   Expect expect;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "gpufair/config/quota.h"
 #include "gpufair/policy/filter.h"
 #include "gpufair/policy/gang.h"
 #include "gpufair/policy/preemption.h"
@@ -35,11 +36,18 @@ std::vector<std::string> scenarioFiles() {
 // The cluster as the steps have changed it: pods bound by `place` join it.
 class Cluster {
  public:
-  explicit Cluster(const Scenario& sc) : sc_(sc), pods_(sc.pods) {}
+  explicit Cluster(const Scenario& sc) : sc_(sc), queues_(sc.queues), pods_(sc.pods) {}
+
+  // A quota step's config, once it validated (a refused one leaves the last good config).
+  void setQueues(std::vector<QueueQuota> queues) {
+    queues_ = std::move(queues);
+    ++generation_;
+  }
+  const std::vector<QueueQuota>& queues() const { return queues_; }
 
   policy::SnapshotPtr snapshot() const {
     QuotaConfig quota;
-    quota.queues = sc_.queues;
+    quota.queues = queues_;
     std::map<std::string, std::vector<policy::PodPtr>> byNode;
     std::vector<policy::PodPtr> pending;
     for (policy::Pod pod : pods_) {
@@ -87,6 +95,7 @@ class Cluster {
 
  private:
   const Scenario& sc_;
+  std::vector<QueueQuota> queues_;
   std::vector<policy::Pod> pods_;
   std::uint64_t generation_ = 1;
 };
@@ -220,6 +229,35 @@ void runGang(const policy::ClusterSnapshot& snap, const policy::Pod& pod, const 
   }
 }
 
+// Fair shares and (subtree) allocations as the snapshot computes them.
+void runShares(const policy::ClusterSnapshot& snap, const Expect& want) {
+  for (const auto& [queue, gpus] : want.shares) {
+    const policy::QueueState* q = snap.findQueue(queue);
+    ASSERT_NE(q, nullptr) << "no queue " << queue;
+    EXPECT_EQ(q->fairShare, static_cast<MilliGpu>(gpus * 1000 + 0.5)) << "fair share of " << queue;
+  }
+  for (const auto& [queue, gpus] : want.allocated) {
+    const policy::QueueState* q = snap.findQueue(queue);
+    ASSERT_NE(q, nullptr) << "no queue " << queue;
+    EXPECT_EQ(q->allocated, static_cast<MilliGpu>(gpus * 1000 + 0.5)) << "allocated of " << queue;
+  }
+}
+
+// A new queues.yaml, validated as the quota watcher does: applied when valid, else refused with
+// file:line and the last good config stays.
+void runQuota(Cluster& cluster, const Step& step) {
+  auto parsed = config::parseQuotaYaml(step.quotaYaml, "queues.yaml");
+  if (parsed.ok()) cluster.setQueues(parsed->queues);
+  const Expect& want = step.expect;
+  if (want.applied) {
+    EXPECT_EQ(parsed.ok(), *want.applied) << (parsed.ok() ? "" : parsed.error());
+  }
+  if (want.error) {
+    ASSERT_FALSE(parsed.ok()) << "accepted";
+    EXPECT_NE(parsed.error().find(*want.error), std::string::npos) << parsed.error();
+  }
+}
+
 class YamlScenario : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(YamlScenario, Runs) {
@@ -255,6 +293,10 @@ TEST_P(YamlScenario, Runs) {
       runReclaim(sc, *snap, pod, step);
     } else if (step.verb == "gang") {
       runGang(*snap, pod, step.expect);
+    } else if (step.verb == "shares") {
+      runShares(*snap, step.expect);
+    } else if (step.verb == "quota") {
+      runQuota(cluster, step);
     } else {
       FAIL() << "unknown verb " << step.verb;
     }

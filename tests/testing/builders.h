@@ -158,6 +158,15 @@ class MakeQueue {
     q_.gpu.overQuotaWeight = w;
     return *this;
   }
+  // A child of `name` (a tree); a parent queue is made with namespaces({}).
+  MakeQueue& parent(std::string name) {
+    q_.parent = std::move(name);
+    return *this;
+  }
+  MakeQueue& priority(int p) {
+    q_.priority = p;
+    return *this;
+  }
   QueueQuota obj() const { return q_; }
   operator QueueQuota() const { return q_; }  // NOLINT(google-explicit-constructor)
 

@@ -5,15 +5,24 @@
 //     namespaces: [team-a, team-a-dev] # each namespace in at most one queue
 //     gpu: {deserved: 20, limit: 30, overQuotaWeight: 1}
 //     reclaimMinRuntime: 10m           # optional Go duration
+//     parent: research                 # optional: the queue this one belongs to
+//     priority: 0                      # optional whole number: higher borrows first
 //   defaultQueue: {gpu: {deserved: 0, overQuotaWeight: 1}}   # namespaces in no queue
 //
 // GPU amounts are YAML numbers or Kubernetes quantity strings ("2.5", "500m"); limit is optional
 // (no limit); overQuotaWeight is a non-negative number (default 1). Every problem in a document is
 // reported, one per line, as "source:LINE:COL: what is wrong".
 //
+// Queue trees: a queue naming `parent:` belongs to that queue, to any depth. A parent queue lists
+// no namespaces (pods run in leaf queues), its children's gpu.deserved add up to at most its own,
+// and `parent:` must name a configured queue other than "default" without forming a cycle. These
+// rules span documents (a parent may live in another ConfigMap), so they are checked on the whole
+// config: by parseQuotaYaml, and by every merge.
+//
 // Errors are values (Result); nothing here throws. Thread-safety: free functions over value types.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,14 +38,28 @@ namespace gpufair::config {
 inline constexpr const char* kQuotaConfigLabel = "gpufair.io/quota-config";
 inline constexpr const char* kQuotaKey = "queues.yaml";
 
+// Where a queue's name and its `parent:` value stand ("file:LINE:COL"), for tree errors.
+struct QueueLocation {
+  std::string name;
+  std::string parent;
+
+  bool operator==(const QueueLocation&) const = default;
+};
+using QueueLocations = std::map<std::string, QueueLocation, std::less<>>;
+
 // One parsed queues.yaml and where it came from, as merging needs it.
 struct QuotaSource {
   std::string source;  // named in merge errors: a file name or "ConfigMap gpufair-system/quotas"
   QuotaConfig config;
   bool setsDefaultQueue = false;  // the document has a defaultQueue key
+  QueueLocations locations{};     // by queue name; may be empty (errors then name no line)
 
   bool operator==(const QuotaSource&) const = default;
 };
+
+// The queue-tree rules above over a whole config; every problem on its own line, located by
+// `where` when it knows the queue. Ok for a flat config.
+Status validateQueueTree(const QuotaConfig& config, const QueueLocations& where = {});
 
 // Parses and validates one queues.yaml document. Queues keep their order in the document.
 // `source` prefixes every message ("queues.yaml:4:11: ...").

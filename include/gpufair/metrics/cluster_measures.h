@@ -19,12 +19,19 @@ inline constexpr int kJobSizes[] = {1, 2, 4, 8};
 
 struct QueueMeasure {
   std::string name;
+  // Queue trees: the parent queue ("" at the top level), the depth (0 at the top) and whether the
+  // queue has children. A parent's amounts are its subtree's (policy::QueueState sums them); its
+  // series carry the label `parent` only when it has one, so flat configs keep their series.
+  std::string parent{};
+  int depth = 0;
+  bool hasChildren = false;
   double deserved = 0;
   std::optional<double> limit;  // none: unlimited
   double allocated = 0;
   // What reclaim could take from the queue: the GPUs of its borrowed (over-quota) pods, whole pods
   // taken youngest first as reclaim takes them, while the queue keeps at least its deserved quota.
-  // A borrowed pod whose eviction would take the queue below deserved is not counted.
+  // A borrowed pod whose eviction would take the queue below deserved is not counted. For a parent:
+  // its subtree's borrowed pods, while the parent keeps its deserved quota.
   double overQuota = 0;
   double pending = 0;  // requested by pending pods
   int pendingPods = 0;
@@ -53,7 +60,7 @@ struct ClusterMeasures {
   // For each k of kJobSizes (same order): how many pods of k whole GPUs fit at once, each on one
   // node, in the GPUs nobody uses (sum over nodes taking new pods of floor(fully free GPUs / k)).
   std::vector<std::int64_t> schedulableJobs;
-  // Jain's index of allocated / fair share over queues with demand (see fairnessIndex).
+  // Jain's index of allocated / fair share over leaf queues with demand (see fairnessIndex).
   double fairnessIndex = 1;
   std::vector<QueueMeasure> queues;
   std::vector<NodeMeasure> nodes;

@@ -7,6 +7,11 @@
 //                                 other queues' unmet in-quota demand. Both refusals are
 //                                 Unschedulable ("queue team-a would use 24 GPUs; deserved 20,
 //                                 fair share 22, limit 30").
+// Queue trees (QueueState::parentIndex): the pod's queue must be a leaf (a parent queue takes no
+// pods: UnschedulableAndUnresolvable); every ancestor's limit caps the pod like its own queue's
+// (the reason names the level: "queue research at 30/30 GPUs (limit), parent of team-a"); a pod
+// that borrows must also stay within the fair share of every ancestor that would be above its
+// deserved; idle GPUs are free GPUs less the unmet in-quota demand of the other leaf queues.
 // Pure: reads the snapshot only.
 #pragma once
 
@@ -21,6 +26,7 @@ struct Admission {
   Status status;  // Success, Unschedulable or UnschedulableAndUnresolvable, with the reason
   bool overQuota = false;  // admitted as borrowed
   std::string queue;       // the queue charged
+  std::string level;       // refused: the queue of the tree that refused (the pod's or an ancestor)
 };
 
 // The pod is assumed not yet counted in its queue's allocation (it is pending). Its queue's fair

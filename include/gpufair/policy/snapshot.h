@@ -165,10 +165,26 @@ struct QueueState {
   MilliGpu reservedAhead = 0;
   // Deserved (capped by demand) plus its weighted part of the idle GPUs: see fair_share.h.
   MilliGpu fairShare = 0;
+  // The queue tree (QueueQuota::parent): the parent's index in ClusterSnapshot::queues() (-1: a
+  // top-level queue, also when the parent is unknown or in a cycle), the depth (0: top level) and
+  // how many queues name this one as parent. A parent's allocated, overQuota, pending, pod counts
+  // and reservedAhead are its own plus its whole subtree's: a child's usage counts in every
+  // ancestor.
+  int parentIndex = -1;
+  int depth = 0;
+  int children = 0;
 
   // What the queue could still use within deserved: min(deserved, allocated + pending) - allocated.
   MilliGpu unmetDeserved() const;
 };
+
+// Sets parentIndex, depth and children of `queues` from their quotas' `parent:` names.
+void linkQueueTree(std::span<QueueState> queues);
+// Adds each queue's usage (allocated, overQuota, pending, pod counts, reservedAhead) to every
+// ancestor's. Call once, after linkQueueTree, on queues holding only their own usage.
+void sumQueueTree(std::span<QueueState> queues);
+// The queue and its ancestors, nearest first: indices into `queues` (cycle-safe).
+std::vector<int> queueLineage(std::span<const QueueState> queues, int queue);
 
 // A gang as the snapshot sees it: members placed, members pending, GPUs reserved for it.
 struct GangState {

@@ -15,8 +15,9 @@
 //     remaining pods (NodeState's order), then the placements replayed in order;
 //   - reservations: the node's, plus those added by reserve().
 // Per queue (by index into snapshot.queues()): allocated, overQuota and runningPods as the
-// snapshot counts them; pending, fairShare and quota stay as they were. A pod whose queue the
-// snapshot does not know changes no queue.
+// snapshot counts them, in the pod's queue and every ancestor (QueueState::parentIndex); pending,
+// fairShare and quota stay as they were. A pod whose queue the snapshot does not know changes no
+// queue.
 // nodeAfter() rebuilds a node's NodeState from its pods, as the snapshot builder would: the exact
 // answer for fit checks (nodeFits) on nodes with fractional or overcommitted GPUs.
 //
@@ -146,6 +147,7 @@ class UndoLog {
   const NodeWork* find(std::size_t node) const;
   NodeWork& touch(std::size_t node);
   void account(NodeWork& w, const Pod& pod, int sign);
+  void chargeUp(int queue, MilliGpu gpus);  // the queue and its ancestors
   void takeGpus(NodeWork& w, Placed& placed) const;
   const std::vector<MilliGpu>& layout(const NodeWork& w) const;
   void undo(const Entry& e);
