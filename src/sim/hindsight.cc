@@ -106,20 +106,25 @@ MilliGpu hindsightAllocation(const Scenario& scenario, std::span<const std::size
       best = std::max(best, pack(scenario, bins, pods, rule));
   }
   if (scorer != nullptr) {
-    // The arrival order placed by the scorer, then repaired: on the openb lists the simple rules
-    // above stay below an online fgd (they ignore how CPU and GPU left free fit the next pods);
-    // fgd on the decreasing orders did worse still. Knowing every pod, the planner then moves
+    // The arrival order placed by the scorer and by blockfit, each plan then repaired: on the
+    // openb lists the simple rules above stay below an online fgd (they ignore how CPU and GPU
+    // left free fit the next pods), and fgd on the decreasing orders did worse still; blockfit's
+    // plan is the better start on CPU-heavy lists. Knowing every pod, the planner then moves
     // placed pods to make room for the failed ones (detail::repairPlan).
     const auto arrived = order.subspan(0, pods.size());
     ReplayOptions ro = options;
     ro.measureFragmentation = false;
-    const ReplayResult r = replay(scenario, arrived, *scorer, ro);
-    std::vector<Bin> plan = bins;
-    std::vector<std::vector<detail::Placed>> on;
-    std::vector<std::size_t> failed;
-    MilliGpu placed = detail::planOfReplay(scenario, r, arrived, plan, on, failed);
-    placed += detail::repairPlan(scenario, plan, on, std::move(failed));
-    best = std::max(best, placed);
+    const policy::ScorerPtr blockfit = policy::makeBlockFitScorer();
+    for (const policy::Scorer* start :
+         {scorer, static_cast<const policy::Scorer*>(blockfit.get())}) {
+      const ReplayResult r = replay(scenario, arrived, *start, ro);
+      std::vector<Bin> plan = bins;
+      std::vector<std::vector<detail::Placed>> on;
+      std::vector<std::size_t> failed;
+      MilliGpu placed = detail::planOfReplay(scenario, r, arrived, plan, on, failed);
+      placed += detail::repairPlan(scenario, plan, on, std::move(failed));
+      best = std::max(best, placed);
+    }
   }
   return best;
 }
