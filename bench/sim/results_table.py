@@ -15,13 +15,25 @@ import sys
 PAPER = {"random": 86.25, "dotprod": 90.56, "clustering": 91.58, "packing": 91.81,
          "bestfit": 92.91, "fgd": 95.23}
 ORDER = ["random", "dotprod", "clustering", "packing", "bestfit", "fgd", "fgdplus",
-         "blockfit", "binpack", "spread"]
-TRACE_ORDER = ["default", "cpu050", "cpu100", "cpu200", "cpu250", "gpushare20", "gpushare40",
-               "gpushare60", "gpushare80", "gpushare100"]
+         "blockfit", "binpack", "spread", "fgdm", "hindsight"]
+TRACE_ORDER = ["default", "cpu0", "cpu037", "cpu050", "cpu072", "cpu100", "cpu200", "cpu235",
+               "cpu250", "cpu300", "gpushare20", "gpushare40", "gpushare60", "gpushare80",
+               "gpushare100"]
+
+
+def trace_key(t):
+    if t in TRACE_ORDER:
+        return (0, TRACE_ORDER.index(t), t)
+    family, _, instance = t.rpartition("-")
+    return (1, family, int(instance) if instance.isdigit() else 0, t)
 
 
 def trace_name(doc, path):
-    m = re.search(r"openb_pod_list_(\w+)\.csv", doc["scenario"]["source"])
+    source = doc["scenario"]["source"]
+    m = re.search(r"openb_pod_list_(\w+)\.csv", source)
+    if m:
+        return m.group(1)
+    m = re.search(r"([\w-]+)\.csv$", source)  # a families.py list: restricted-1, mix-2, ...
     return m.group(1) if m else path
 
 
@@ -35,11 +47,17 @@ def ranked(names):
 
 def main(paths):
     docs = {}
-    for p in paths:
+    for p in paths:  # several files of one pod list: their policies are merged, later ones win
         with open(p) as f:
             d = json.load(f)
-        docs[trace_name(d, p)] = d
-    traces = sorted(docs, key=lambda t: (TRACE_ORDER.index(t) if t in TRACE_ORDER else 99, t))
+        t = trace_name(d, p)
+        if t in docs:
+            have = {q["policy"] for q in d["policies"]}
+            d["policies"] = [q for q in docs[t]["policies"] if q["policy"] not in have] + \
+                d["policies"]
+            d["seconds"] += docs[t]["seconds"]
+        docs[t] = d
+    traces = sorted(docs, key=trace_key)
 
     if "default" in docs:
         d = docs["default"]
@@ -62,13 +80,23 @@ def main(paths):
     print("GPU allocation (%) at 100% arrived GPU request, median over seeds, per pod list:\n")
     print("| policy | " + " | ".join(traces) + " |")
     print("|---|" + "---:|" * len(traces))
+    def at100(t, name):
+        by = {p["policy"]: p for p in docs[t]["policies"]}
+        return by[name]["allocation_at_arrived"].get("100") if name in by else None
+
     for name in names:
+        cells = [fmt(at100(t, name)) if at100(t, name) is not None else "" for t in traces]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    if "fgd" in names and "fgdm" in names:  # the default against fgd; bold: at least +0.5
         cells = []
         for t in traces:
-            by = {p["policy"]: p for p in docs[t]["policies"]}
-            cells.append(fmt(by[name]["allocation_at_arrived"].get("100")) if name in by else "")
-        print(f"| {name} | " + " | ".join(cells) + " |")
+            a, b = at100(t, "fgdm"), at100(t, "fgd")
+            d = None if a is None or b is None else a - b
+            cells.append("" if d is None else (f"**{d:+.2f}**" if d >= 0.5 else f"{d:+.2f}"))
+        print("| fgdm − fgd | " + " | ".join(cells) + " |")
     print()
+    print("Seeds per pod list: " + ", ".join(
+        f"{t} {len(docs[t]['protocol']['seeds'])}" for t in traces) + "\n")
 
     print("Run time (wall, all policies and seeds of one pod list):\n")
     print("| pod list | runs | pods per run (median) | wall s | sum of run s |")

@@ -3,80 +3,14 @@
 #include <algorithm>
 #include <numeric>
 
-#include "gpufair/policy/snapshot.h"
+#include "hindsight_bins.h"
 
 namespace gpufair::sim {
 namespace {
 
-// A node's free resources, as plain numbers.
-struct Bin {
-  const policy::Node* node;
-  std::vector<MilliGpu> gpuFree;
-  std::int64_t cpu = 0;
-  std::int64_t memory = 0;
-  MilliGpu free = 0;
-};
-
-std::vector<Bin> initialBins(const Scenario& scenario) {
-  std::vector<std::vector<policy::PodPtr>> on(scenario.nodes.size());
-  for (const auto& pod : scenario.running) {
-    for (std::size_t i = 0; i < scenario.nodes.size(); ++i) {
-      if (scenario.nodes[i].name == pod.nodeName) {
-        on[i].push_back(std::make_shared<const policy::Pod>(pod));
-        break;
-      }
-    }
-  }
-  std::vector<Bin> bins;
-  bins.reserve(scenario.nodes.size());
-  for (std::size_t i = 0; i < scenario.nodes.size(); ++i) {
-    const policy::NodeState state(scenario.nodes[i], on[i], 0);
-    Bin b{&scenario.nodes[i], {}, state.cpuFree(), state.memoryFree(), 0};
-    for (int g = 0; g < state.gpuCount(); ++g) {
-      b.gpuFree.push_back(state.gpuFree(g));
-      b.free += state.gpuFree(g);
-    }
-    bins.push_back(std::move(b));
-  }
-  return bins;
-}
-
-// The GPU a fractional pod takes on `b` (best fit), -1 if none; for a whole-GPU pod 0 if enough
-// GPUs are fully free, else -1.
-int fitGpu(const Bin& b, const policy::Pod& pod) {
-  if (pod.cpuMilli > b.cpu || pod.memoryBytes > b.memory || pod.gpus > b.free) return -1;
-  if (pod.gpus > 0 && !pod.allowsModel(b.node->gpuModel)) return -1;
-  if (pod.isFractional()) {
-    int best = -1;
-    for (std::size_t g = 0; g < b.gpuFree.size(); ++g) {
-      if (b.gpuFree[g] >= pod.gpuShare && (best < 0 || b.gpuFree[g] < b.gpuFree[best]))
-        best = static_cast<int>(g);
-    }
-    return best;
-  }
-  const int need = pod.gpuCount();
-  int whole = 0;
-  for (MilliGpu f : b.gpuFree) whole += f == kMilliPerGpu ? 1 : 0;
-  return whole >= need ? 0 : -1;
-}
-
-void take(Bin& b, const policy::Pod& pod, int gpu) {
-  b.cpu -= pod.cpuMilli;
-  b.memory -= pod.memoryBytes;
-  b.free -= pod.gpus;
-  if (pod.isFractional()) {
-    b.gpuFree[static_cast<std::size_t>(gpu)] -= pod.gpuShare;
-    return;
-  }
-  int left = pod.gpuCount();
-  for (auto& f : b.gpuFree) {
-    if (left == 0) break;
-    if (f == kMilliPerGpu) {
-      f = 0;
-      --left;
-    }
-  }
-}
+using detail::Bin;
+using detail::fitGpu;
+using detail::take;
 
 enum class NodeRule { kFirstFit, kBestFitGpu, kBestFitBoth };
 
@@ -141,7 +75,7 @@ MilliGpu allowedSupply(const Scenario& scenario, const policy::Pod& pod) {
 MilliGpu hindsightAllocation(const Scenario& scenario, std::span<const std::size_t> order,
                              std::size_t count, const policy::Scorer* scorer,
                              const ReplayOptions& options) {
-  const std::vector<Bin> bins = initialBins(scenario);
+  const std::vector<Bin> bins = detail::initialBins(scenario);
   std::vector<std::size_t> pods(order.begin(), order.begin() + std::min(count, order.size()));
   std::vector<MilliGpu> supply(scenario.templates.size(), 0);
   for (std::size_t t : pods) {
@@ -172,11 +106,25 @@ MilliGpu hindsightAllocation(const Scenario& scenario, std::span<const std::size
       best = std::max(best, pack(scenario, bins, pods, rule));
   }
   if (scorer != nullptr) {
-    // The arrival order placed by the scorer: on the openb lists the simple rules above stay
-    // below an online fgd (they ignore how CPU and GPU left free fit the next pods), and the
-    // planner may keep the arrival order; fgd on the decreasing orders did worse still.
-    const ReplayResult r = replay(scenario, order.subspan(0, pods.size()), *scorer, options);
-    if (!r.events.empty()) best = std::max(best, r.events.back().allocated - running(scenario));
+    // The arrival order placed by the scorer and by blockfit, each plan then repaired: on the
+    // openb lists the simple rules above stay below an online fgd (they ignore how CPU and GPU
+    // left free fit the next pods), and fgd on the decreasing orders did worse still; blockfit's
+    // plan is the better start on CPU-heavy lists. Knowing every pod, the planner then moves
+    // placed pods to make room for the failed ones (detail::repairPlan).
+    const auto arrived = order.subspan(0, pods.size());
+    ReplayOptions ro = options;
+    ro.measureFragmentation = false;
+    const policy::ScorerPtr blockfit = policy::makeBlockFitScorer();
+    for (const policy::Scorer* start :
+         {scorer, static_cast<const policy::Scorer*>(blockfit.get())}) {
+      const ReplayResult r = replay(scenario, arrived, *start, ro);
+      std::vector<Bin> plan = bins;
+      std::vector<std::vector<detail::Placed>> on;
+      std::vector<std::size_t> failed;
+      MilliGpu placed = detail::planOfReplay(scenario, r, arrived, plan, on, failed);
+      placed += detail::repairPlan(scenario, plan, on, std::move(failed));
+      best = std::max(best, placed);
+    }
   }
   return best;
 }

@@ -331,10 +331,10 @@ Result<SimulationReport> simulate(const Scenario& scenario, const SimulationOpti
   auto scorers = makeScorers(options.policies, workload);
   if (!scorers) return R::failure(scorers.error());
 
-  // The hindsight planner also replays the arrival order through fgd.
+  // The hindsight planner also replays the arrival order through the default strategy.
   policy::ScorerOptions fgdOptions;
   fgdOptions.workload = workload;
-  const policy::ScorerPtr hindsightScorer = policy::makeScorer("fgd", fgdOptions);
+  const policy::ScorerPtr hindsightScorer = policy::makeScorer(policy::kDefaultScorer, fgdOptions);
 
   const MilliGpu capacity = scenario.gpuCapacity();
   std::size_t total = 0;

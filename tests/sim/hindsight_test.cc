@@ -4,6 +4,8 @@
 
 #include "gpufair/policy/scorer.h"
 
+#include "hindsight_bins.h"
+
 namespace gpufair::sim {
 namespace {
 
@@ -63,6 +65,46 @@ TEST(Hindsight, ReplayHasOneEventPerPercent) {
   EXPECT_EQ(r.events[0].arrived, 7000);  // 1 + 4 + 2; the next 2 would pass 8
   EXPECT_EQ(r.events[0].allocated, 7000);
   EXPECT_EQ(r.capacity, 8000);
+}
+
+// Two 1-GPU nodes; 0.4, 0.4, then a whole GPU. Spread puts one 0.4 on each GPU and the whole-GPU
+// pod fails; the repair moves one 0.4 beside the other (0.8 of one GPU) and places it on the
+// GPU so freed: 1.8 GPUs in all, every placed pod still placed.
+TEST(Hindsight, RepairMovesOnePodToPlaceAFailedOne) {
+  auto s = scenarioFromRows({node("a", 1), node("b", 1)},
+                            {pod("x", 1, 400), pod("y", 1, 400), pod("whole", 1)}, "t");
+  ASSERT_TRUE(s) << s.error();
+  const std::vector<std::size_t> order{0, 1, 2};
+  auto spread = policy::makeScorer("spread");
+  const ReplayResult online = replay(*s, order, *spread, ReplayOptions{});
+  ASSERT_EQ(online.failed, 1u);
+  std::vector<detail::Bin> bins = detail::initialBins(*s);
+  std::vector<std::vector<detail::Placed>> on;
+  std::vector<std::size_t> failed;
+  EXPECT_EQ(detail::planOfReplay(*s, online, order, bins, on, failed), 800);
+  ASSERT_EQ(failed, std::vector<std::size_t>{2});
+  EXPECT_EQ(detail::repairPlan(*s, bins, on, failed), 1000);
+  EXPECT_EQ(bins[0].free + bins[1].free, 200);
+  EXPECT_EQ(on[0].size() + on[1].size(), 3u);
+  // The planner keeps the repaired plan of the scorer's replay: all 1.8 GPUs.
+  EXPECT_EQ(hindsightAllocation(*s, order, 3, spread.get()), 1800);
+}
+
+// A failed pod that no single move can place stays failed: two 1-GPU nodes each full with one
+// whole-GPU pod, and a third whole-GPU pod.
+TEST(Hindsight, RepairLeavesWhatCannotBePlaced) {
+  auto s =
+      scenarioFromRows({node("a", 1), node("b", 1)}, {pod("p", 1), pod("q", 1), pod("r", 1)}, "t");
+  ASSERT_TRUE(s) << s.error();
+  const std::vector<std::size_t> order{0, 1, 2};
+  auto spread = policy::makeScorer("spread");
+  const ReplayResult online = replay(*s, order, *spread, ReplayOptions{});
+  std::vector<detail::Bin> bins = detail::initialBins(*s);
+  std::vector<std::vector<detail::Placed>> on;
+  std::vector<std::size_t> failed;
+  EXPECT_EQ(detail::planOfReplay(*s, online, order, bins, on, failed), 2000);
+  EXPECT_EQ(detail::repairPlan(*s, bins, on, failed), 0);
+  EXPECT_EQ(bins[0].free + bins[1].free, 0);
 }
 
 }  // namespace

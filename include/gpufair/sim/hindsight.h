@@ -2,12 +2,15 @@
 // places, the headroom an online policy could still gain. For a prefix of a sampled order (the
 // pods that arrived up to some point) it packs the pods in several decreasing orders (GPUs then
 // CPU; CPU then GPUs; pods allowed the fewest GPUs first) with first fit, best fit on GPUs and
-// best fit on GPUs and CPU together, and, when given a scorer, the arrival order through it, on the
-// same nodes and under the same fit rules as a replay (GPU count or share of one GPU, GPU model,
-// CPU, memory); it keeps the plan that places the most GPUs. Pods without GPUs are left to the end
-// by the simple rules (they cannot raise GPU allocation). A heuristic, not an optimum: bin packing
-// is NP-hard; it bounds nothing, it shows what knowing the future buys a simple planner.
-// Thread-safety: pure functions over const inputs; reentrant.
+// best fit on GPUs and CPU together; and, when given a scorer, it replays the arrival order
+// through it and through blockfit, then repairs each plan by local search: each failed GPU pod,
+// largest first, takes the room one placed pod leaves when moved to another node with room for it
+// (every pod of the replay stays placed). All on the same nodes and under the same fit rules as a
+// replay (GPU count or share of one GPU, GPU model, CPU, memory); it keeps the plan that places the
+// most GPUs. Pods without GPUs are left out by the simple orders (they cannot raise GPU
+// allocation). A heuristic, not an optimum: bin packing is NP-hard; it bounds nothing, it shows
+// what knowing the future buys a planner. Thread-safety: pure functions over const inputs;
+// reentrant.
 #pragma once
 
 #include <cstddef>
