@@ -106,12 +106,9 @@ std::optional<ConsolidationOutcome> Planner::scan() {
                                              " free on the nodes it may use (it asks for " +
                                              gpusText(pod_.gpus) + "): moving pods cannot help");
   }
-  for (Target& t : targets_) screen(t);
-  targets_.erase(std::remove_if(targets_.begin(), targets_.end(),
-                                [](const Target& t) { return t.bound <= 0; }),
-                 targets_.end());
-  std::sort(targets_.begin(), targets_.end(), [&](const Target& a, const Target& b) {
-    if (a.bound != b.bound) return a.bound < b.bound;
+  // Fewest GPUs lacking first: those need the fewest moves, as a rule. Movers are looked at
+  // lazily, in this order (run()).
+  std::sort(targets_.begin(), targets_.end(), [](const Target& a, const Target& b) {
     if (a.lacking != b.lacking) return a.lacking < b.lacking;
     return a.index < b.index;  // nodes are sorted by name
   });
@@ -129,9 +126,15 @@ ConsolidationOutcome Planner::run() {
 
   std::optional<NodePlan> best;
   int evaluated = 0;
-  for (const Target& t : targets_) {
-    if (evaluated >= options_.maxTargets || tries_ >= options_.maxTries) break;
-    if (best && t.bound > best->pods) break;
+  int screened = 0;
+  for (Target& t : targets_) {
+    if (evaluated >= options_.maxTargets || screened >= options_.maxScreened ||
+        tries_ >= options_.maxTries) {
+      break;
+    }
+    ++screened;
+    screen(t);
+    if (t.bound <= 0 || (best && t.bound > best->pods)) continue;
     ++evaluated;
     std::optional<NodePlan> plan = evaluate(t, best ? &*best : nullptr);
     if (plan && (!best || betterPlan(*plan, *best, snap_))) best = std::move(plan);

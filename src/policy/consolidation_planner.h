@@ -85,6 +85,7 @@ class Planner {
   std::vector<Target> targets_;
   std::unordered_set<std::string_view> releasingUids_;
   std::optional<std::unordered_map<std::string, std::vector<PodPtr>>> gangs_;
+  const std::vector<PodPtr> noMembers_;
   MilliGpu freeTotal_ = 0;    // whole GPUs free for the pod over usable nodes
   MilliGpu largestFree_ = 0;  // on one usable node
   int tries_ = 0;

@@ -74,9 +74,8 @@ const std::vector<PodPtr>& Planner::gangMembers(const std::string& key) {
                 [](const PodPtr& a, const PodPtr& b) { return a->uid < b->uid; });
     }
   }
-  static const std::vector<PodPtr> kNone;
   auto it = gangs_->find(key);
-  return it == gangs_->end() ? kNone : it->second;
+  return it == gangs_->end() ? noMembers_ : it->second;
 }
 
 std::optional<Unit> Planner::unitFor(const PodPtr& pod, const NodeState& node) {
@@ -175,6 +174,15 @@ std::optional<NodePlan> Planner::evaluate(const Target& target, const NodePlan* 
       return younger(a.youngest, b.youngest);
     });
     for (const Choice& c : choices) {
+      // Choices come best first, larger k after: once one cannot beat the best plan, none can.
+      if (best != nullptr) {
+        NodePlan key;
+        key.target = target.index;
+        key.pods = c.pods;
+        key.gpus = c.gpus;
+        key.youngest = c.youngest;
+        if (!betterPlan(key, *best, snap_)) return std::nullopt;
+      }
       if (tries_ >= options_.maxTries) return std::nullopt;
       ++tries_;
       NodePlan plan;

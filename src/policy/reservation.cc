@@ -1,7 +1,6 @@
 #include "gpufair/policy/reservation.h"
 
 #include <cstdint>
-#include <cstdio>
 
 namespace gpufair::policy {
 
@@ -22,8 +21,9 @@ std::string replacementHolder(const Pod& pod) {
     mix(key);
     mix(value);
   }
-  char digest[17];
-  std::snprintf(digest, sizeof digest, "%016llx", static_cast<unsigned long long>(h));
+  std::string digest(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4)
+    digest[static_cast<std::size_t>(i)] = "0123456789abcdef"[h & 15];
   return std::string(kReplacementHolderPrefix) + pod.ns + "/" + pod.controller + "/" + digest;
 }
 

@@ -26,10 +26,12 @@
 // reserved on the target, movers placed best fit elsewhere; each try is rolled back.
 //
 // Speed (bounded search): one pass over the nodes finds whether the pod fits, what is free in
-// total, and for every possible target the GPUs it lacks and a lower bound on the movers needed
-// (its largest movable pods first). Targets are tried in order of that bound, then of the GPUs
-// they lack; the search stops once the bound exceeds the best plan's moves, after maxTargets
-// targets, or after maxTries exact what-ifs. Subsets of movers are tried smallest first, at most
+// total, and for every possible target the GPUs it lacks. Targets are taken in order of the GPUs
+// they lack (fewest first), their movable pods looked at only then: a lower bound on the movers
+// needed (largest first) skips targets that cannot beat the best plan, and subsets of movers are
+// tried best first until one cannot beat it. The search stops after maxScreened targets looked
+// at, maxTargets worked out exactly or maxTries what-ifs; so at scale the plan is the best among
+// the targets lacking the least, not always the best in the cluster. Subsets hold at most
 // maxMoves pods.
 //
 // Pure: no I/O, clock or logging; `now` comes in with the options.
@@ -54,9 +56,10 @@ struct ConsolidationOptions {
   std::set<std::string, std::less<>> spared;
   // Nodes held for other plans: neither a target nor a destination.
   std::set<std::string, std::less<>> excludedNodes;
-  int maxMoves = 4;      // pods moved by one plan (a gang counts all its members)
-  int maxTargets = 256;  // target nodes worked out exactly
-  int maxTries = 20000;  // exact what-ifs (subsets of movers) over all targets
+  int maxMoves = 4;       // pods moved by one plan (a gang counts all its members)
+  int maxScreened = 512;  // target nodes whose movable pods are looked at
+  int maxTargets = 256;   // target nodes worked out exactly
+  int maxTries = 20000;   // exact what-ifs (subsets of movers) over all targets
 };
 
 struct ConsolidationMove {
