@@ -1,11 +1,13 @@
 #include "gpufair/api/explain.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "gpufair/policy/consolidation.h"
 #include "gpufair/policy/filter.h"
 
 #include "gpus_json.h"
@@ -67,8 +69,34 @@ std::string groupedReasons(const policy::FilterResult& result) {
   return text;
 }
 
+// For a pod no node takes although its queue admits it: whether it waits on fragmentation alone
+// (its GPUs free in total, on no one node) and what consolidation would move for it. Null when
+// it does not.
+json consolidationJson(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
+                       Timestamp now, std::string& summary) {
+  policy::ConsolidationOptions options;
+  options.now = now;
+  const policy::ConsolidationOutcome out = policy::planConsolidation(snapshot, pod, options);
+  if (!out.fragmented()) return nullptr;
+  summary += out.plan ? "; it waits on fragmentation alone, and consolidation (when on) plans: " +
+                            out.plan->reason
+                      : "; it waits on fragmentation alone, and consolidation cannot help now: " +
+                            out.reason;
+  json moves = json::array();
+  if (out.plan) {
+    for (const auto& m : out.plan->moves) {
+      moves.push_back({{"pod", m.pod->key()}, {"from", m.from}, {"to", m.to}});
+    }
+  }
+  return json{{"fragmented", true},
+              {"outcome", policy::consolidationKindName(out.kind)},
+              {"node", out.plan ? out.plan->node : ""},
+              {"moves", std::move(moves)},
+              {"reason", out.reason}};
+}
+
 json explainPending(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
-                    const policy::Scorer& scorer) {
+                    const policy::Scorer& scorer, Timestamp now) {
   std::vector<std::string_view> names;
   names.reserve(snapshot.nodes().size());
   for (const auto& node : snapshot.nodes()) names.push_back(node->name());
@@ -116,7 +144,10 @@ json explainPending(const policy::ClusterSnapshot& snapshot, const policy::Pod& 
   } else {
     summary = "no node fits: " + groupedReasons(result);
   }
+  json consolidation =
+      admitted && ranked.empty() ? consolidationJson(snapshot, pod, now, summary) : json(nullptr);
   return json{{"state", "pending"},
+              {"consolidation", std::move(consolidation)},
               {"node", ""},
               {"admission",
                {{"admitted", admitted},
@@ -160,6 +191,12 @@ std::optional<std::string> percentDecode(std::string_view text) {
 
 Result<std::string> renderExplainJson(const policy::ClusterSnapshot& snapshot,
                                       std::string_view podKey, const policy::Scorer& scorer) {
+  return renderExplainJson(snapshot, podKey, scorer, std::chrono::system_clock::now());
+}
+
+Result<std::string> renderExplainJson(const policy::ClusterSnapshot& snapshot,
+                                      std::string_view podKey, const policy::Scorer& scorer,
+                                      Timestamp now) {
   const Found found = findPod(snapshot, podKey);
   if (found.pod == nullptr) {
     return Result<std::string>::failure(
@@ -170,7 +207,7 @@ Result<std::string> renderExplainJson(const policy::ClusterSnapshot& snapshot,
   const policy::Pod& pod = *found.pod;
   json document;
   if (found.pending) {
-    document = explainPending(snapshot, pod, scorer);
+    document = explainPending(snapshot, pod, scorer, now);
   } else {
     const std::string state = snapshot.isProvisional(pod.uid) ? "assumed" : "bound";
     document = json{{"state", state},

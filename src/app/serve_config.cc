@@ -92,6 +92,18 @@ std::vector<FlagSpec> reclaimFlags() {
           {"reclaim-hold", "how long GPUs freed by reclaim are held for the waiting pod", "2m"}};
 }
 
+std::vector<FlagSpec> consolidateFlags() {
+  return {{"consolidate",
+           "move movable pods (label gpufair.io/movable=true, or borrowed) so that a pod whose "
+           "GPUs are free in total but on no one node fits: on, dry-run or off",
+           "off"},
+          {"consolidate-period", "how often the consolidation loop runs", "10s"},
+          {"consolidate-timeout",
+           "how long a consolidation holds the freed node and the movers' new places before it "
+           "gives up",
+           "5m"}};
+}
+
 Result<std::size_t> parseCount(const std::string& flag, const std::string& text) {
   try {
     std::size_t used = 0;
@@ -219,6 +231,7 @@ const std::vector<FlagSpec>& serveFlags() {
   static const std::vector<FlagSpec> kAll = [] {
     std::vector<FlagSpec> flags = ownFlags();
     for (auto& flag : reclaimFlags()) flags.push_back(std::move(flag));
+    for (auto& flag : consolidateFlags()) flags.push_back(std::move(flag));
     flags.push_back({"help", "show this help", "", true});
     return flags;
   }();
@@ -258,6 +271,10 @@ Result<ServeConfig> parseServeConfig(const std::vector<std::string>& argv) {
   auto reclaim = parseReclaimSettings(args);
   if (!reclaim) return R::failure(reclaim.error());
   config.reclaim = *reclaim;
+  auto consolidate = parseConsolidationSettings(args);
+  if (!consolidate) return R::failure(consolidate.error());
+  config.consolidate = *consolidate;
+  config.consolidate.reclaimEnabled = config.reclaim.enabled && !config.reclaim.dryRun;
   auto filterMode = api::FilterMode::parse(args.get("filter-mode"));
   if (!filterMode) return R::failure("--filter-mode: " + filterMode.error());
   config.filterMode = *filterMode;
@@ -300,6 +317,30 @@ Result<ReclaimSettings> parseReclaimSettings(const ParsedArgs& args) {
   if (!hold || *hold < 1000) return R::failure("--reclaim-hold must be at least 1s");
   settings.holdFor = std::chrono::seconds{*hold / 1000};
   return settings;
+}
+
+Result<ConsolidationSettings> parseConsolidationSettings(const ParsedArgs& args) {
+  using R = Result<ConsolidationSettings>;
+  ConsolidationSettings settings;
+  const std::string& mode = args.get("consolidate");
+  if (mode == "on" || mode == "dry-run") {
+    settings.enabled = true;
+    settings.dryRun = mode == "dry-run";
+  } else if (mode != "off") {
+    return R::failure("--consolidate must be on, dry-run or off, not \"" + mode + "\"");
+  }
+  auto period = parseMillis(args.get("consolidate-period"));
+  if (!period || *period < 100) return R::failure("--consolidate-period must be at least 100ms");
+  settings.period = std::chrono::milliseconds{*period};
+  auto timeout = parseMillis(args.get("consolidate-timeout"));
+  if (!timeout || *timeout < 1000) return R::failure("--consolidate-timeout must be at least 1s");
+  settings.holdFor = std::chrono::seconds{*timeout / 1000};
+  return settings;
+}
+
+std::string consolidationModeName(const ConsolidationSettings& settings) {
+  if (!settings.enabled) return "off";
+  return settings.dryRun ? "dry-run" : "on";
 }
 
 std::string reclaimModeName(const ReclaimSettings& settings) {

@@ -15,6 +15,7 @@
 #include "gpufair/state/mirror.h"
 
 #include "cli.h"
+#include "consolidation_controller.h"
 #include "logging.h"
 #include "reclaim_controller.h"
 
@@ -49,9 +50,10 @@ struct ServeConfig {
   api::ServerOptions server;
   state::MirrorOptions mirror;
   ReclaimSettings reclaim;
-  std::string scorer;          // a name policy::makeScorer knows
-  api::FilterMode filterMode;  // what /filter answers among the nodes that fit
-  std::string metricsListen;   // HOST:PORT, or "off"
+  ConsolidationSettings consolidate;  // --consolidate (default off), -period, -timeout
+  std::string scorer;                 // a name policy::makeScorer knows
+  api::FilterMode filterMode;         // what /filter answers among the nodes that fit
+  std::string metricsListen;          // HOST:PORT, or "off"
   bool metricsEnabled() const { return metricsListen != "off"; }
 };
 
@@ -68,5 +70,8 @@ Result<ServeConfig> parseServeConfig(const std::vector<std::string>& argv);
 Result<ReclaimSettings> parseReclaimSettings(const ParsedArgs& args);
 // "on", "dry-run" or "off", for logs.
 std::string reclaimModeName(const ReclaimSettings& settings);
+// The consolidation loop's flags (--consolidate, --consolidate-period, --consolidate-timeout).
+Result<ConsolidationSettings> parseConsolidationSettings(const ParsedArgs& args);
+std::string consolidationModeName(const ConsolidationSettings& settings);
 
 }  // namespace gpufair::app

@@ -15,6 +15,7 @@
 #include "gpufair/policy/scorer.h"
 #include "gpufair/state/mirror.h"
 
+#include "consolidation_runner.h"
 #include "kube_source.h"
 #include "reclaim_runner.h"
 #include "serve_tls.h"
@@ -152,6 +153,12 @@ class ServeRun {
     reclaim_->setEvictionHook(
         [this](const std::string& queue) { metrics_->reclaimEvicted(queue); });
     reclaim_->start();
+    // The consolidation loop (off unless --consolidate): the same evictor choice as reclaim.
+    consolidate_ =
+        std::make_unique<ConsolidationRunner>(mirror_, config_.consolidate, clock_, kube_.get());
+    consolidate_->setHooks({[this] { metrics_->consolidationMoved(); },
+                            [this](int pods) { metrics_->setWaitingOnFragmentation(pods); }});
+    consolidate_->start();
     if (config_.metricsEnabled()) {
       auto served = metrics::MetricsServer::start(*metrics_, config_.metricsListen);
       if (!served) {
@@ -184,6 +191,7 @@ class ServeRun {
                    snap->nodes().size(), formatGpus(snap->capacity()), formatGpus(snap->free()),
                    snap->queues().size(), scorer_->name(), reclaimModeName(config_.reclaim));
     }
+    spdlog::info("consolidation {}", consolidationModeName(config_.consolidate));
     spdlog::info("serving the extender webhooks on {}; metrics {}", url,
                  metricsServer_ ? "on " + metricsUrl : "off");
     if (config_.logFormat != LogFormat::kText) return;
@@ -215,6 +223,7 @@ class ServeRun {
   void shutdown() {
     spdlog::info("stopping: finishing requests in flight");
     reclaim_->stop();  // no eviction starts after this; the round in progress finishes
+    if (consolidate_) consolidate_->stop();
     metricsServer_.reset();
     server_->stop();
     if (kube_) kube_->stop();  // releases the Lease so another replica takes over at once
@@ -232,6 +241,7 @@ class ServeRun {
   std::unique_ptr<MetricsRequestObserver> requestObserver_;
   std::unique_ptr<api::ExtenderServer> server_;
   std::unique_ptr<ReclaimRunner> reclaim_;
+  std::unique_ptr<ConsolidationRunner> consolidate_;
   std::unique_ptr<metrics::MetricsServer> metricsServer_;
   StopSignal stop_;
 };

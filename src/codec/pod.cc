@@ -161,6 +161,29 @@ Result<MilliGpu> decodeSpec(object spec, policy::Pod& out) {
                                   column(initAll, &ContainerResources::gpuMilli), 0);
 }
 
+// The uid of metadata.ownerReferences' entry with controller: true (the API server allows at most
+// one); empty when none. Malformed entries are skipped: the field is only a hint for consolidation.
+std::string controllerUid(object meta) {
+  element refs;
+  simdjson::dom::array arr;
+  if (!field(meta, "ownerReferences", refs) || refs.get_array().get(arr) != simdjson::SUCCESS)
+    return {};
+  for (element ref : arr) {
+    object o;
+    element controller;
+    element uid;
+    bool isController = false;
+    std::string_view text;
+    if (ref.get_object().get(o) != simdjson::SUCCESS || !field(o, "controller", controller) ||
+        controller.get_bool().get(isController) != simdjson::SUCCESS || !isController ||
+        !field(o, "uid", uid) || uid.get_string().get(text) != simdjson::SUCCESS) {
+      continue;
+    }
+    return std::string(text);
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<policy::Pod> decodePod(element root) {
@@ -187,6 +210,7 @@ Result<policy::Pod> decodePod(element root) {
   if (out.name.empty()) return R::failure("pod has no metadata.name");
   if (out.ns.empty()) out.ns = "default";
   out.terminating = deleted.has_value();
+  out.controller = controllerUid(meta);
   const std::string what = "pod " + out.key();
   if (auto it = out.labels.find(kOverQuotaLabel); it != out.labels.end()) {
     out.overQuota = it->second == "true";

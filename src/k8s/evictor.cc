@@ -62,4 +62,44 @@ void ReclaimEvents::dryRun(const policy::ReclaimPlan& plan) {
   onReclaimer(plan, EventType::kNormal, events::kReclaimDryRun, describeDryRun(plan));
 }
 
+void ConsolidationEvents::onWaiting(const policy::ConsolidationPlan& plan, EventType type,
+                                    const EventReason& why, std::string message) {
+  const auto slash = plan.waiting.find('/');
+  recorder_.recordPod(plan.waiting.substr(0, slash), plan.waiting.substr(slash + 1),
+                      plan.waitingUid, type, why, std::move(message));
+}
+
+void ConsolidationEvents::moved(const policy::ConsolidationPlan& /*plan*/,
+                                const policy::ConsolidationMove& move) {
+  const policy::Pod& pod = *move.pod;
+  recorder_.recordPod(pod.ns, pod.name, pod.uid, EventType::kNormal, events::kMovedForConsolidation,
+                      move.reason);
+}
+
+void ConsolidationEvents::evictionFailed(const policy::ConsolidationPlan& plan,
+                                         const policy::ConsolidationMove& move,
+                                         const state::EvictResult& result) {
+  onWaiting(plan, EventType::kWarning, events::kConsolidationBlocked,
+            "could not evict " + move.pod->key() + " (" + state::evictOutcomeName(result.outcome) +
+                "): " + result.message + "; trying another plan");
+}
+
+void ConsolidationEvents::consolidating(const policy::ConsolidationPlan& plan) {
+  onWaiting(plan, EventType::kNormal, events::kConsolidating, plan.reason);
+}
+
+void ConsolidationEvents::waiting(const policy::Pod& pod, const std::string& reason) {
+  recorder_.recordPod(pod.ns, pod.name, pod.uid, EventType::kNormal, events::kConsolidationWaiting,
+                      "waits on fragmentation: " + reason);
+}
+
+void ConsolidationEvents::dryRun(const policy::ConsolidationPlan& plan) {
+  onWaiting(plan, EventType::kNormal, events::kConsolidationDryRun, "dry run: " + plan.reason);
+}
+
+void ConsolidationEvents::gaveUp(const policy::ConsolidationPlan& plan) {
+  onWaiting(plan, EventType::kWarning, events::kConsolidationGaveUp,
+            "gave up: the room made on " + plan.node + " was not taken in time; holds released");
+}
+
 }  // namespace gpufair::k8s

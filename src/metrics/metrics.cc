@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include <prometheus/counter.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
@@ -58,6 +59,19 @@ struct Metrics::Impl {
     for (std::size_t i = 0; i < std::size(kRejectionReasons); ++i) {
       rejectionByReason[i] = &rejections.Add({{"reason", std::string(kRejectionReasons[i])}});
     }
+    consolidationMoves = &prometheus::BuildCounter()
+                              .Name("gpufair_consolidation_moves_total")
+                              .Help("Pods evicted by consolidation to be recreated elsewhere.")
+                              .Register(*registry)
+                              .Add({});
+    waitingOnFragmentation =
+        &prometheus::BuildGauge()
+             .Name("gpufair_pods_waiting_on_fragmentation")
+             .Help(
+                 "Pending pods admitted by their queue whose GPUs are free in total but on no "
+                 "one node (the consolidation loop's last round).")
+             .Register(*registry)
+             .Add({});
   }
 
   std::shared_ptr<prometheus::Registry> registry;
@@ -68,6 +82,8 @@ struct Metrics::Impl {
   // Indexed like kVerbs, the last one for "other".
   std::array<prometheus::Histogram*, std::size(kVerbs) + 1> durationByVerb{};
   std::array<prometheus::Counter*, std::size(kRejectionReasons)> rejectionByReason{};
+  prometheus::Counter* consolidationMoves = nullptr;
+  prometheus::Gauge* waitingOnFragmentation = nullptr;
   // Request counters by (verb, result) index, "other" last in each; filled on first use.
   std::array<std::atomic<prometheus::Counter*>, (std::size(kVerbs) + 1) * (std::size(kResults) + 1)>
       requestByVerbResult{};
@@ -103,6 +119,14 @@ void Metrics::filterRejected(std::string_view reason) {
 
 void Metrics::reclaimEvicted(std::string_view queue) {
   impl_->collector->evicted(queue);
+}
+
+void Metrics::consolidationMoved() {
+  impl_->consolidationMoves->Increment();
+}
+
+void Metrics::setWaitingOnFragmentation(int pods) {
+  impl_->waitingOnFragmentation->Set(pods);
 }
 
 void Metrics::setResourceCounters(ResourceCountersSource source) {

@@ -117,7 +117,8 @@ std::size_t Mirror::expire() {
 void Mirror::reserve(policy::Reservation r, std::chrono::seconds ttl) {
   std::lock_guard lock(mu_);
   const std::string holder = r.holder;
-  if (!book_.reserve(std::move(r), clock_->now() + ttl)) return;
+  const Timestamp now = clock_->now();
+  if (!book_.reserve(std::move(r), now + ttl, now)) return;
   // The holder may already be placed there (reserved after the fact): it takes its share now.
   if (const policy::PodPtr pod = cache_.findPod(holder)) book_.take(*pod);
   book_.settle(cache_);

@@ -22,13 +22,14 @@ MilliGpu ReservationBook::Entry::remaining() const {
   return used >= r.gpus ? 0 : r.gpus - used;
 }
 
-bool ReservationBook::reserve(policy::Reservation r, Timestamp expires) {
+bool ReservationBook::reserve(policy::Reservation r, Timestamp expires, Timestamp made) {
   if (r.holder.empty() || r.node.empty()) return false;
   r.gpus = wholeGpus(std::max<MilliGpu>(r.gpus, 0));
   dirty_.node(r.node);
   Entry& e = entries_[Key{r.holder, r.node}];
   e.r = std::move(r);
   e.expires = expires;
+  e.made = made;
   return true;
 }
 
@@ -82,6 +83,7 @@ void ReservationBook::take(const policy::Pod& pod) {
     }
     ++it;
   }
+  takeReplacement(pod);
   // A gang member: its own request from the gang's reservation on its node.
   if (!pod.inGang()) return;
   auto g = entries_.find(Key{pod.gangKey(), pod.nodeName});
@@ -89,6 +91,19 @@ void ReservationBook::take(const policy::Pod& pod) {
   const MilliGpu part = std::min(share(pod), g->second.remaining());
   if (part <= 0) return;
   g->second.taken[pod.uid] = part;
+  dirty_.node(pod.nodeName);
+}
+
+void ReservationBook::takeReplacement(const policy::Pod& pod) {
+  if (pod.controller.empty()) return;
+  auto r = entries_.find(Key{policy::replacementHolder(pod), pod.nodeName});
+  if (r == entries_.end() || r->second.taken.count(pod.uid) > 0) return;
+  // Timestamps from the API server have whole seconds: a pod created more than a second before
+  // the reservation is a sibling that was already there, not a replacement.
+  if (pod.created && *pod.created + std::chrono::seconds{1} < r->second.made) return;
+  const MilliGpu part = std::min(share(pod), r->second.remaining());
+  if (part <= 0) return;
+  r->second.taken[pod.uid] = part;
   dirty_.node(pod.nodeName);
 }
 

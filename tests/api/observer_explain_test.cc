@@ -189,6 +189,39 @@ TEST(ResultLabel, Table) {
   for (const auto& [status, want] : cases) EXPECT_EQ(resultLabel(status), want) << status;
 }
 
+// A pod whose GPUs are free in total but on no one node: explain says it waits on fragmentation
+// and what consolidation plans for it (the seed layout: one move of a6 to node-1).
+TEST(ExplainConsolidation, SaysWhenAPodWaitsOnFragmentationAndThePlan) {
+  std::vector<policy::Pod> pods;
+  const char* layout[] = {"n1", "n1", "n2", "n2", "n3", "n4"};
+  for (int i = 0; i < 6; ++i) {
+    pods.push_back(MakePod("team-a", "a" + std::to_string(i + 1))
+                       .gpus(3)
+                       .on(layout[i])
+                       .controller("job-a")
+                       .movable());
+  }
+  pods.push_back(MakePod("team-b", "big").gpus(8));
+  const auto snap = testing::snapshotOf(
+      {MakeNode("n1").gpus(10), MakeNode("n2").gpus(10), MakeNode("n3").gpus(10),
+       MakeNode("n4").gpus(10)},
+      pods, {MakeQueue("team-a").deserved(20), MakeQueue("team-b").deserved(20)});
+  const auto scorer = policy::makeScorer(policy::kDefaultScorer);
+  const auto explained = renderExplainJson(*snap, "team-b/big", *scorer, Timestamp{});
+  ASSERT_TRUE(explained.ok()) << explained.error();
+  const json doc = json::parse(*explained);
+  ASSERT_TRUE(doc.at("consolidation").is_object()) << doc.dump();
+  EXPECT_EQ(doc["consolidation"]["outcome"], "planned");
+  EXPECT_EQ(doc["consolidation"]["node"], "n3");
+  EXPECT_EQ(doc["consolidation"]["moves"].size(), 1U);
+  EXPECT_NE(doc["summary"].get<std::string>().find("waits on fragmentation alone"),
+            std::string::npos)
+      << doc["summary"];
+  // A pod that fits has no consolidation part.
+  const json fits = json::parse(*renderExplainJson(*snap, "team-a/a1", *scorer, Timestamp{}));
+  EXPECT_FALSE(fits.contains("consolidation") && !fits["consolidation"].is_null());
+}
+
 TEST(QueryParameter, Table) {
   struct Case {
     std::string_view target;

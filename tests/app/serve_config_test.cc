@@ -200,6 +200,26 @@ TEST(ServeConfigTest, AClusterFileIsServedInItsNamespaceWithoutCheckingLeaderEle
   EXPECT_EQ(parseOk({"--cluster", "c.yaml", "--namespace", "ops"}).clusterNamespace, "ops");
 }
 
+TEST(ServeConfigTest, ConsolidateModes) {
+  const ServeConfig defaults = parseOk({});
+  EXPECT_FALSE(defaults.consolidate.enabled);  // off unless asked: behaviour unchanged
+  EXPECT_EQ(consolidationModeName(defaults.consolidate), "off");
+  EXPECT_TRUE(defaults.consolidate.reclaimEnabled);
+  const ServeConfig dry = parseOk({"--consolidate=dry-run", "--consolidate-period", "2s",
+                                   "--consolidate-timeout", "90s", "--reclaim", "off"});
+  EXPECT_TRUE(dry.consolidate.enabled);
+  EXPECT_TRUE(dry.consolidate.dryRun);
+  EXPECT_EQ(consolidationModeName(dry.consolidate), "dry-run");
+  EXPECT_EQ(dry.consolidate.period, 2s);
+  EXPECT_EQ(dry.consolidate.holdFor, 90s);
+  EXPECT_FALSE(dry.consolidate.reclaimEnabled);
+  EXPECT_EQ(consolidationModeName(parseOk({"--consolidate", "on"}).consolidate), "on");
+  auto bad = parseServeConfig({"--consolidate", "sometimes"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), "--consolidate must be on, dry-run or off, not \"sometimes\"");
+  EXPECT_FALSE(parseServeConfig({"--consolidate-timeout", "10ms"}).ok());
+}
+
 TEST(ServeConfigTest, ReclaimModes) {
   EXPECT_EQ(reclaimModeName(parseOk({"--reclaim", "off"}).reclaim), "off");
   EXPECT_FALSE(parseOk({"--reclaim", "off"}).reclaim.enabled);

@@ -45,6 +45,9 @@ TEST(DecodePod, FullApiServerPod) {
   EXPECT_EQ(pod.phase, PodPhase::kRunning);
   EXPECT_FALSE(pod.terminating);
   EXPECT_TRUE(pod.overQuota);
+  // The Job that recreates it (ownerReferences, controller: true): consolidation steers its
+  // replacement.
+  EXPECT_EQ(pod.controller, "0b7e4f9c-1a2b-4c3d-8e9f-001122334455");
   EXPECT_TRUE(pod.holdsGpus());
   ASSERT_TRUE(pod.created.has_value());
   EXPECT_EQ(*pod.created, utc(2026, 11, 22, 9, 58, 12));

@@ -54,6 +54,23 @@ TEST(Metrics, EveryFamilyHasHelpAndAType) {
   EXPECT_EQ(exposed.type.at("gpufair_cluster_gpus"), "gauge");
 }
 
+TEST(Metrics, ConsolidationMovesAndPodsWaitingOnFragmentation) {
+  Metrics metrics([] { return smallCluster(); });
+  const auto before = parseExposition(metrics.render());
+  EXPECT_EQ(before.value("gpufair_consolidation_moves_total"), 0);
+  metrics.consolidationMoved();
+  metrics.consolidationMoved();
+  metrics.setWaitingOnFragmentation(3);
+  const auto m = parseExposition(metrics.render());
+  EXPECT_EQ(m.type.at("gpufair_consolidation_moves_total"), "counter");
+  EXPECT_EQ(m.type.at("gpufair_pods_waiting_on_fragmentation"), "gauge");
+  EXPECT_FALSE(m.help.at("gpufair_pods_waiting_on_fragmentation").empty());
+  EXPECT_EQ(m.value("gpufair_consolidation_moves_total"), 2);
+  EXPECT_EQ(m.value("gpufair_pods_waiting_on_fragmentation"), 3);
+  metrics.setWaitingOnFragmentation(0);
+  EXPECT_EQ(parseExposition(metrics.render()).value("gpufair_pods_waiting_on_fragmentation"), 0);
+}
+
 TEST(Metrics, SnapshotValuesWithLabels) {
   Metrics metrics([] { return smallCluster(); });
   const auto m = parseExposition(metrics.render());

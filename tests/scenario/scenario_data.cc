@@ -49,8 +49,9 @@ void onlyKeys(const YAML::Node& n, const std::vector<std::string_view>& allowed,
 }
 
 const std::vector<std::string_view> kPodKeys = {
-    "pod",  "gpus",  "share",     "gpuIndex",    "models", "cpu",      "memoryGi",   "queue",
-    "node", "phase", "overQuota", "terminating", "gang",   "gangSize", "startedAgo", "createdAgo"};
+    "pod",      "gpus",     "share",      "gpuIndex",   "models",    "cpu",
+    "memoryGi", "queue",    "node",       "phase",      "overQuota", "terminating",
+    "gang",     "gangSize", "startedAgo", "createdAgo", "movable",   "controller"};
 
 std::vector<std::string_view> withPodKeys(std::vector<std::string_view> keys) {
   keys.insert(keys.end(), kPodKeys.begin(), kPodKeys.end());
@@ -129,6 +130,8 @@ policy::Pod podOf(const YAML::Node& n, Timestamp now) {
     pod.labels[kOverQuotaLabel] = "true";
   }
   pod.terminating = n["terminating"].as<bool>(false);
+  if (n["movable"].as<bool>(false)) pod.labels[kMovableLabel] = "true";
+  if (n["controller"]) pod.controller = n["controller"].as<std::string>();
   if (n["startedAgo"]) pod.started = now - duration(n["startedAgo"]);
   if (n["createdAgo"]) pod.created = now - duration(n["createdAgo"]);
   if (n["gang"]) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "gpufair/config/quota.h"
+#include "gpufair/policy/consolidation.h"
 #include "gpufair/policy/filter.h"
 #include "gpufair/policy/gang.h"
 #include "gpufair/policy/preemption.h"
@@ -214,6 +215,33 @@ void runReclaim(const Scenario& sc, const policy::ClusterSnapshot& snap, const p
   }
 }
 
+// victims: the movers as "ns/name>node" (where each goes), in eviction order.
+void runConsolidate(const Scenario& sc, const policy::ClusterSnapshot& snap, const policy::Pod& pod,
+                    const Step& step) {
+  policy::ConsolidationOptions options;
+  options.now = sc.now;
+  for (const auto& k : step.spared) options.spared.insert(uidOf(k));
+  const policy::ConsolidationOutcome out = policy::planConsolidation(snap, pod, options);
+  const Expect& want = step.expect;
+  if (want.kind) {
+    EXPECT_EQ(policy::consolidationKindName(out.kind), *want.kind) << out.reason;
+  }
+  if (want.reason) {
+    EXPECT_NE(out.reason.find(*want.reason), std::string::npos) << out.reason;
+  }
+  if (want.node) {
+    ASSERT_TRUE(out.plan.has_value()) << out.reason;
+    EXPECT_EQ(out.plan->node, *want.node);
+  }
+  if (want.victims) {
+    std::vector<std::string> moves;
+    if (out.plan) {
+      for (const auto& m : out.plan->moves) moves.push_back(m.pod->key() + ">" + m.to);
+    }
+    EXPECT_EQ(moves, *want.victims) << out.reason;
+  }
+}
+
 void runGang(const policy::ClusterSnapshot& snap, const policy::Pod& pod, const Expect& want) {
   const policy::GangPlan plan = policy::planGang(snap, pod);
   if (want.reason) {
@@ -291,6 +319,8 @@ TEST_P(YamlScenario, Runs) {
       runPreempt(*snap, pod, step);
     } else if (step.verb == "reclaim") {
       runReclaim(sc, *snap, pod, step);
+    } else if (step.verb == "consolidate") {
+      runConsolidate(sc, *snap, pod, step);
     } else if (step.verb == "gang") {
       runGang(*snap, pod, step.expect);
     } else if (step.verb == "shares") {

@@ -235,5 +235,43 @@ TEST_F(MirrorReservationTest, AMemberWithoutGpusNeedsNoReservedRoom) {
   EXPECT_EQ(reserved->reservations[0].reason, "gang of 2 × 8 GPUs");
 }
 
+// Consolidation steers a moved pod's replacement: a new pod of the same controller with the same
+// labels (gpufair.io/ labels aside) holds the reservation; siblings already running do not.
+TEST_F(MirrorReservationTest, AReplacementHoldsItsMovedPredecessorsReservation) {
+  const policy::Pod moved =
+      MakePod("team-a", "job-0").gpus(3).on("n1").controller("job-uid").label("job-name", "job");
+  mirror_.upsertPod(MakePod("team-a", "sibling")
+                        .gpus(2)
+                        .on("n2")
+                        .controller("job-uid")
+                        .label("job-name", "job")
+                        .obj());
+  policy::Reservation r{"n2",     testing::gpus(3),     policy::replacementHolder(moved),
+                        "team-a", "consolidation move", "replacement of team-a/job-0"};
+  clock_->advance(10s);
+  mirror_.reserve(r, 60s);
+  EXPECT_EQ(reservedOn("n2"), testing::gpus(3));
+  // The sibling (created before the reservation) changes; it takes nothing.
+  policy::Pod sibling = *mirror_.findPod("uid-team-a-sibling");
+  sibling.created = clock_->now() - 60s;
+  mirror_.upsertPod(sibling);
+  EXPECT_EQ(reservedOn("n2"), testing::gpus(3));
+  // Another pod of another controller may not use the held GPUs; the replacement may.
+  mirror_.notePending(MakePod("team-a", "other").gpus(6).controller("rs-uid"));
+  EXPECT_FALSE(mirror_.assume("uid-team-a-other", "n2").ok());
+  policy::Pod replacement = MakePod("team-a", "job-1")
+                                .gpus(3)
+                                .controller("job-uid")
+                                .label("job-name", "job")
+                                .label(kOverQuotaLabel, "true");
+  replacement.created = clock_->now();
+  mirror_.notePending(replacement);
+  EXPECT_EQ(mirror_.snapshot()->reservedFor(replacement), testing::gpus(3));
+  ASSERT_TRUE(mirror_.assume("uid-team-a-job-1", "n2").ok());
+  EXPECT_EQ(reservedOn("n2"), 0);
+  mirror_.confirm("uid-team-a-job-1");
+  EXPECT_TRUE(mirror_.reservations().empty());
+}
+
 }  // namespace
 }  // namespace gpufair::state

@@ -87,6 +87,13 @@ class MakePod {
     pod_.overQuota = true;
     return label(kOverQuotaLabel, "true");
   }
+  // Created by controller `uid` (ownerReferences, controller: true), e.g. a Job.
+  MakePod& controller(std::string uid) {
+    pod_.controller = std::move(uid);
+    return *this;
+  }
+  // Consolidation may move it (label gpufair.io/movable=true).
+  MakePod& movable() { return label(kMovableLabel, "true"); }
   MakePod& scheduler(std::string name) {
     pod_.schedulerName = std::move(name);
     return *this;

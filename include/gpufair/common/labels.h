@@ -30,5 +30,8 @@ inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
 // gpufair.io/gang-size members (annotation, "N" >= 1).
 inline constexpr const char* kGangLabel = "gpufair.io/gang";
 inline constexpr const char* kGangSizeAnnotation = "gpufair.io/gang-size";
+// Consolidation may move a pod labelled gpufair.io/movable: "true" (its workload resumes from a
+// checkpoint): it is evicted and its controller's replacement is steered to another node.
+inline constexpr const char* kMovableLabel = "gpufair.io/movable";
 
 }  // namespace gpufair

@@ -123,6 +123,12 @@ inline const EventReason kReclaiming{"Reclaiming", "Reclaiming"};
 inline const EventReason kReclaimBlocked{"ReclaimBlocked", "Evicting"};
 inline const EventReason kReclaimWaiting{"ReclaimWaiting", "Reclaiming"};
 inline const EventReason kReclaimDryRun{"ReclaimDryRun", "Reclaiming"};
+inline const EventReason kMovedForConsolidation{"MovedForConsolidation", "Evicting"};
+inline const EventReason kConsolidating{"Consolidating", "Consolidating"};
+inline const EventReason kConsolidationBlocked{"ConsolidationBlocked", "Evicting"};
+inline const EventReason kConsolidationWaiting{"ConsolidationWaiting", "Consolidating"};
+inline const EventReason kConsolidationDryRun{"ConsolidationDryRun", "Consolidating"};
+inline const EventReason kConsolidationGaveUp{"ConsolidationGaveUp", "Consolidating"};
 inline const EventReason kInvalidQuotaConfig{"InvalidQuotaConfig", "LoadingQuotaConfig"};
 }  // namespace events
 

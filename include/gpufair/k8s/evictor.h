@@ -50,6 +50,31 @@ class ReclaimEvents final : public state::ReclaimObserver {
   EventRecorder& recorder_;
 };
 
+// Pod Events for the consolidation loop:
+//   mover     Normal  MovedForConsolidation  "moved to make room for team-b/big (8 GPUs) on ..."
+//   waiting   Normal  Consolidating          the plan's reason (who moves where)
+//   waiting   Warning ConsolidationBlocked   a mover's eviction was refused or failed (and why)
+//   waiting   Normal  ConsolidationWaiting   waits on fragmentation; no plan now (and why)
+//   waiting   Normal  ConsolidationDryRun    dry run: what would move
+//   waiting   Warning ConsolidationGaveUp    the holds timed out
+class ConsolidationEvents final : public state::ConsolidationObserver {
+ public:
+  explicit ConsolidationEvents(EventRecorder& recorder) : recorder_(recorder) {}
+
+  void moved(const policy::ConsolidationPlan& plan, const policy::ConsolidationMove& move) override;
+  void evictionFailed(const policy::ConsolidationPlan& plan, const policy::ConsolidationMove& move,
+                      const state::EvictResult& result) override;
+  void consolidating(const policy::ConsolidationPlan& plan) override;
+  void waiting(const policy::Pod& pod, const std::string& reason) override;
+  void dryRun(const policy::ConsolidationPlan& plan) override;
+  void gaveUp(const policy::ConsolidationPlan& plan) override;
+
+ private:
+  void onWaiting(const policy::ConsolidationPlan& plan, EventType type, const EventReason& why,
+                 std::string message);
+  EventRecorder& recorder_;
+};
+
 // "dry run: would evict team-a/a4, team-a/a5 on node-4 for team-b/big (...)"
 std::string describeDryRun(const policy::ReclaimPlan& plan);
 

@@ -15,7 +15,8 @@
 // Counted as things happen (the record* methods):
 //   gpufair_extender_requests_total{verb,result}, gpufair_extender_request_duration_seconds{verb}
 //   (histogram, buckets 100 us .. 5 s), gpufair_filter_rejections_total{reason},
-//   gpufair_reclaim_evictions_total{queue}
+//   gpufair_reclaim_evictions_total{queue}, gpufair_consolidation_moves_total
+// Set by the consolidation loop after each round: gpufair_pods_waiting_on_fragmentation.
 // Read at scrape time from sources set before serving: gpufair_mirror_*, gpufair_watch_* (the
 // list/watch feed), gpufair_webhook_events_total{event} (the server's limits),
 // gpufair_quota_config_valid, and with TLS gpufair_tls_certificate_expiry_seconds (of the
@@ -99,6 +100,10 @@ class Metrics {
   void filterRejected(std::string_view reason);
   // The reclaim controller evicted a borrowed pod of this queue.
   void reclaimEvicted(std::string_view queue);
+  // The consolidation loop evicted a pod to move it.
+  void consolidationMoved();
+  // Pods waiting on fragmentation alone, as the consolidation loop's last round counted them.
+  void setWaitingOnFragmentation(int pods);
   // Where mirror feed counters come from (none in file mode). Call before serving.
   void setResourceCounters(ResourceCountersSource source);
   // Where the webhook server's limit counters come from. Call before serving.

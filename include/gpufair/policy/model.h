@@ -59,6 +59,9 @@ struct Pod {
   std::string gang;
   int gangSize = 0;
   std::string gangError;
+  // The uid of the owner reference with controller: true (the Job or ReplicaSet that recreates
+  // the pod when it is evicted); empty when nothing controls it.
+  std::string controller;
 
   std::string key() const { return ns + "/" + name; }
   bool inGang() const { return !gang.empty(); }

@@ -16,6 +16,12 @@ namespace gpufair::policy {
 // The holder prefix of a gang's reservations: "gang:<namespace>/<gang-name>".
 inline constexpr std::string_view kGangHolderPrefix = "gang:";
 
+// The holder prefix of a reservation kept for the replacement of a pod consolidation moved:
+// "replacement:<namespace>/<controller uid>/<labels digest>" (replacementHolder). The pod's
+// controller (Job, ReplicaSet) creates the replacement as a new pod, with a new uid but the same
+// controller and labels; any such pod holds the reservation, each taking its own request.
+inline constexpr std::string_view kReplacementHolderPrefix = "replacement:";
+
 struct Reservation {
   std::string node;
   MilliGpu gpus = 0;   // whole GPUs (a multiple of 1000) still held, not yet taken by the holder
@@ -27,8 +33,13 @@ struct Reservation {
   std::string holderName;
 };
 
-// Whether `pod` is the holder: its uid is the holder, or its gang key is.
+// Whether `pod` is the holder: its uid is the holder, or its gang key is, or it has a controller
+// and the holder is its replacementHolder.
 bool isHolder(const Pod& pod, std::string_view holder);
+
+// The holder that a pod created by `pod`'s controller with `pod`'s labels matches (labels under
+// gpufair.io/, which gpufair writes, left out); empty when the pod has no controller.
+std::string replacementHolder(const Pod& pod);
 
 // "4 GPUs reserved for team-b/train-0 (reclaim)".
 std::string describe(const Reservation& r);

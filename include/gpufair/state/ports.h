@@ -7,6 +7,7 @@
 //   DecisionObserver  decisions a person should see on the pod (k8s::DecisionEvents)
 //   Evictor           a reclaim victim leaves (k8s::KubeEvictor, state::MirrorEvictor)
 //   ReclaimObserver   the reclaim loop's decisions (k8s::ReclaimEvents, app's log)
+//   ConsolidationObserver  the consolidation loop's decisions (k8s::ConsolidationEvents, app's log)
 //
 // Thread-safety: stated per interface below.
 #pragma once
@@ -16,6 +17,7 @@
 #include <string_view>
 
 #include "gpufair/common/status.h"
+#include "gpufair/policy/consolidation.h"
 #include "gpufair/policy/model.h"
 #include "gpufair/policy/reclaim.h"
 
@@ -94,6 +96,30 @@ class ReclaimObserver {
   // Dry run: what would have been evicted.
   virtual void dryRun(const policy::ReclaimPlan& /*plan*/) {}
   // A round stopped on an unexpected exception (the loop goes on with the next round).
+  virtual void roundFailed(const std::string& /*what*/) {}
+};
+
+// The consolidation loop's decisions, for Events, logs and metrics. Every method has an empty
+// default. Thread-safety: called on the loop's round thread, one call at a time.
+class ConsolidationObserver {
+ public:
+  virtual ~ConsolidationObserver() = default;
+  // A mover was evicted for `plan` (move.reason says for whom).
+  virtual void moved(const policy::ConsolidationPlan& /*plan*/,
+                     const policy::ConsolidationMove& /*move*/) {}
+  // A mover's eviction was refused (PodDisruptionBudget) or failed; the plan is dropped.
+  virtual void evictionFailed(const policy::ConsolidationPlan& /*plan*/,
+                              const policy::ConsolidationMove& /*move*/,
+                              const EvictResult& /*result*/) {}
+  // Every mover is going; the target is held for the waiting pod, the destinations for the
+  // movers' replacements.
+  virtual void consolidating(const policy::ConsolidationPlan& /*plan*/) {}
+  // The pod waits on fragmentation alone and no plan could be carried out (reason says why).
+  virtual void waiting(const policy::Pod& /*pod*/, const std::string& /*reason*/) {}
+  // Dry run: what would move.
+  virtual void dryRun(const policy::ConsolidationPlan& /*plan*/) {}
+  // The plan's holds timed out before the waiting pod and the replacements were placed.
+  virtual void gaveUp(const policy::ConsolidationPlan& /*plan*/) {}
   virtual void roundFailed(const std::string& /*what*/) {}
 };
 

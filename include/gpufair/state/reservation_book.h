@@ -8,8 +8,10 @@
 //   Held:   the reserved GPUs are unavailable to every pod but the holder (policy fit).
 //   Taken:  a holder pod placed on the node takes what it needs: a pod holder all of it (and
 //           its reservations on other nodes are dropped, no longer needed); a gang member its
-//           own request in whole GPUs (share()). A reservation fully taken by pods that are all
-//           bound (none only assumed) is dropped.
+//           own request in whole GPUs (share()); so does a replacement (a pod with the
+//           controller and labels of a replacement holder, policy::replacementHolder) created
+//           no earlier than a second before the reservation was made. A reservation fully taken
+//           by pods that are all bound (none only assumed) is dropped.
 //   Gangs:  when every member (the largest gang-size of them) holds GPUs and none is only
 //           assumed, settle() drops every reservation of the gang.
 // Reservation GPUs are rounded up to whole GPUs. Every change marks its node in the DirtySet, so
@@ -47,7 +49,8 @@ class ReservationBook {
   // the same holder and node replaces the first; what its holder pods took stays taken. False
   // (nothing held) without a holder or a node. The caller then lets the holder take (if placed)
   // and settles.
-  bool reserve(policy::Reservation r, Timestamp expires);
+  // `made`: when (replacement holders are taken only by pods created since, see above).
+  bool reserve(policy::Reservation r, Timestamp expires, Timestamp made = {});
   // A fresh plan (a gang's): each reservation replaces the holder's on that node, and what pods
   // took of an older one is theirs. False if the plan is empty.
   bool install(std::vector<policy::Reservation> plan, Timestamp expires);
@@ -73,6 +76,7 @@ class ReservationBook {
   struct Entry {
     policy::Reservation r;  // gpus: as reserved
     Timestamp expires{};
+    Timestamp made{};
     std::map<std::string, MilliGpu> taken;  // holder pods placed on r.node: uid -> GPUs taken
     MilliGpu remaining() const;
   };
@@ -80,6 +84,7 @@ class ReservationBook {
   using Entries = std::map<Key, Entry>;
 
   Entries::iterator erase(Entries::iterator it);
+  void takeReplacement(const policy::Pod& pod);
   void releaseCompleteGangs(const std::vector<std::string>& gangs, const PodCache& pods);
 
   DirtySet& dirty_;

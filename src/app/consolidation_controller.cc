@@ -1,0 +1,307 @@
+#include "consolidation_controller.h"
+
+#include <algorithm>
+#include <exception>
+
+#include <spdlog/spdlog.h>
+
+#include "gpufair/policy/reclaim.h"
+
+namespace gpufair::app {
+
+using state::EvictOutcome;
+using state::EvictResult;
+
+// What one round knows beyond the snapshot: what is already moving and held.
+struct ConsolidationController::Round {
+  Timestamp now{};
+  policy::SnapshotPtr snap;
+  policy::ConsolidationOptions options;  // releasing, excluded nodes, spared
+  ConsolidationRoundStats stats;
+  std::vector<policy::ConsolidationPlan> dryRun;
+  std::map<std::string, std::string> explained;
+};
+
+ConsolidationController::ConsolidationController(state::Mirror& mirror, state::Evictor& evictor,
+                                                 ClockPtr clock, ConsolidationSettings settings,
+                                                 std::function<bool()> isLeader,
+                                                 state::ConsolidationObserver* observer)
+    : mirror_(mirror),
+      evictor_(evictor),
+      clock_(std::move(clock)),
+      settings_(settings),
+      isLeader_(std::move(isLeader)),
+      observer_(observer) {}
+
+ConsolidationController::~ConsolidationController() {
+  stop();
+}
+
+void ConsolidationController::start() {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable() || stopping_) return;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void ConsolidationController::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void ConsolidationController::loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    try {
+      runOnce();
+    } catch (const std::exception& e) {
+      if (observer_) observer_->roundFailed(e.what());
+    }
+    lock.lock();
+    wake_.wait_for(lock, settings_.period, [this] { return stopping_; });
+  }
+}
+
+std::vector<policy::ConsolidationPlan> ConsolidationController::lastDryRun() const {
+  std::lock_guard lock(mu_);
+  return lastDryRun_;
+}
+
+ConsolidationRoundStats ConsolidationController::lastRound() const {
+  std::lock_guard lock(mu_);
+  return lastRound_;
+}
+
+std::uint64_t ConsolidationController::movesTotal() const {
+  std::lock_guard lock(mu_);
+  return movesTotal_;
+}
+
+std::optional<std::string> ConsolidationController::explain(const std::string& uid) const {
+  std::lock_guard lock(mu_);
+  auto it = explained_.find(uid);
+  if (it == explained_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ConsolidationController::pruneInFlight(Round& r) {
+  const std::vector<policy::Reservation> held = mirror_.reservations();
+  auto holds = [&](const std::string& holder) {
+    return std::any_of(held.begin(), held.end(),
+                       [&](const policy::Reservation& x) { return x.holder == holder; });
+  };
+  for (auto it = inFlight_.begin(); it != inFlight_.end();) {
+    InFlight& f = it->second;
+    const policy::PodPtr waiting = mirror_.findPod(it->first);
+    const bool waits = waiting != nullptr && waiting->nodeName.empty() && !waiting->isFinished();
+    if (!waits) mirror_.releaseReservation(it->first);  // placed (taken) or gone
+    auto& hs = f.holders;
+    hs.erase(std::remove_if(hs.begin(), hs.end(), [&](const auto& h) { return !holds(h); }),
+             hs.end());
+    if (r.now >= f.until) {
+      mirror_.releaseReservation(it->first);
+      for (const auto& h : hs) mirror_.releaseReservation(h);
+      ++r.stats.gaveUp;
+      if (observer_) observer_->gaveUp(f.plan);
+      it = inFlight_.erase(it);
+      continue;
+    }
+    if (!waits && hs.empty()) {
+      it = inFlight_.erase(it);
+      continue;
+    }
+    auto& ms = f.movers;
+    ms.erase(std::remove_if(ms.begin(), ms.end(),
+                            [&](const policy::PodPtr& p) {
+                              const policy::PodPtr now = mirror_.findPod(p->uid);
+                              return now == nullptr || now->isFinished();
+                            }),
+             ms.end());
+    ++it;
+  }
+  for (const auto& [uid, f] : inFlight_) {
+    if (mirror_.findPod(uid) != nullptr) r.options.excludedNodes.insert(f.plan.node);
+    for (const auto& m : f.plan.moves) r.options.excludedNodes.insert(m.to);
+    r.options.releasing.insert(r.options.releasing.end(), f.movers.begin(), f.movers.end());
+  }
+}
+
+ConsolidationRoundStats ConsolidationController::runOnce() {
+  std::lock_guard round(roundMu_);
+  Round r;
+  if (!settings_.enabled || (isLeader_ && !isLeader_())) {
+    std::lock_guard lock(mu_);
+    lastRound_ = r.stats;
+    return r.stats;
+  }
+  r.stats.ran = true;
+  r.now = clock_->now();
+  r.options.now = r.now;
+  pruneInFlight(r);
+  r.snap = mirror_.snapshot();
+
+  std::vector<policy::PodPtr> pending;
+  for (const auto& pod : r.snap->pending()) {
+    if (pod->gpus <= 0 || !pod->nodeName.empty() || pod->isFinished() || pod->inGang()) continue;
+    if (inFlight_.count(pod->uid) > 0) {
+      ++r.stats.fragmented;  // still waiting for the room made for it
+      r.explained[pod->uid] = inFlight_.at(pod->uid).plan.reason + " (in progress)";
+      continue;
+    }
+    pending.push_back(pod);
+  }
+  std::sort(pending.begin(), pending.end(), [](const policy::PodPtr& a, const policy::PodPtr& b) {
+    if (a->created != b->created) {
+      if (!a->created || !b->created) return a->created.has_value();
+      return *a->created < *b->created;
+    }
+    return a->uid < b->uid;
+  });
+  int acted = 0;
+  for (const policy::PodPtr& pod : pending) {
+    if (consolidateFor(r, pod) == Result::kActed) ++acted;
+    if (acted >= settings_.maxPlansPerRound) break;
+  }
+  r.stats.inFlight = static_cast<int>(inFlight_.size());
+  {
+    std::lock_guard lock(mu_);
+    lastRound_ = r.stats;
+    movesTotal_ += static_cast<std::uint64_t>(r.stats.moved);
+    explained_ = std::move(r.explained);
+    if (settings_.dryRun) lastDryRun_ = std::move(r.dryRun);
+  }
+  if (roundHook_) roundHook_(r.stats);
+  return r.stats;
+}
+
+bool ConsolidationController::reclaimServes(const Round& r, const policy::Pod& pod) const {
+  if (!settings_.reclaimEnabled) return false;
+  policy::ReclaimOptions options;
+  options.now = r.now;
+  options.releasing = r.options.releasing;
+  return policy::planReclaim(*r.snap, pod, options).kind == policy::ReclaimOutcome::Kind::kPlanned;
+}
+
+ConsolidationController::Result ConsolidationController::consolidateFor(Round& r,
+                                                                        const policy::PodPtr& pod) {
+  std::string reason;
+  for (int attempt = 0; attempt < settings_.maxAttempts; ++attempt) {
+    policy::ConsolidationOutcome out = policy::planConsolidation(*r.snap, *pod, r.options);
+    if (attempt == 0 && out.fragmented()) ++r.stats.fragmented;
+    if (out.kind != policy::ConsolidationOutcome::Kind::kPlanned) {
+      if (!out.fragmented()) return Result::kSkipped;
+      reason = std::move(out.reason);
+      break;
+    }
+    if (reclaimServes(r, *pod)) {
+      r.explained[pod->uid] = "waits on fragmentation; reclaim frees a node for it first";
+      return Result::kSkipped;
+    }
+    const policy::ConsolidationPlan& plan = *out.plan;
+    if (settings_.dryRun) {
+      for (const auto& m : plan.moves) r.options.releasing.push_back(m.pod);
+      r.options.excludedNodes.insert(plan.node);
+      for (const auto& m : plan.moves) r.options.excludedNodes.insert(m.to);
+      ++r.stats.planned;
+      r.explained[pod->uid] = "dry run: " + plan.reason;
+      r.dryRun.push_back(plan);
+      if (observer_) observer_->dryRun(plan);
+      return Result::kActed;
+    }
+    if (!stillWaits(*pod)) return Result::kSkipped;
+    std::vector<policy::PodPtr> evicted;
+    const bool complete = evictMovers(r, plan, evicted, reason);
+    hold(r, pod, plan, std::move(evicted), complete);
+    r.snap = mirror_.snapshot();  // file mode: the movers are gone already
+    if (complete) {
+      r.explained[pod->uid] = plan.reason;
+      return Result::kActed;
+    }
+  }
+  r.explained[pod->uid] = "waits on fragmentation: " + reason;
+  if (observer_) observer_->waiting(*pod, reason);
+  return Result::kWaiting;
+}
+
+bool ConsolidationController::stillWaits(const policy::Pod& pod) const {
+  const policy::PodPtr current = mirror_.findPod(pod.uid);
+  return current != nullptr && current->nodeName.empty() && !current->isFinished() &&
+         !current->terminating;
+}
+
+bool ConsolidationController::evictMovers(Round& r, const policy::ConsolidationPlan& plan,
+                                          std::vector<policy::PodPtr>& evicted,
+                                          std::string& reason) {
+  for (const auto& move : plan.moves) {
+    const EvictResult result = evictor_.evict(*move.pod, move.reason);
+    if (result.outcome == EvictOutcome::kEvicted || result.outcome == EvictOutcome::kNotFound) {
+      evicted.push_back(move.pod);
+      r.options.releasing.push_back(move.pod);
+      if (result.outcome == EvictOutcome::kEvicted) {
+        ++r.stats.moved;
+        if (observer_) observer_->moved(plan, move);
+      }
+      continue;
+    }
+    ++r.stats.refused;
+    if (observer_) observer_->evictionFailed(plan, move, result);
+    r.options.spared.insert(move.pod->uid);
+    reason = "eviction of " + move.pod->key() + " " + state::evictOutcomeName(result.outcome) +
+             ": " + result.message;
+    return false;
+  }
+  return true;
+}
+
+void ConsolidationController::hold(Round& r, const policy::PodPtr& pod,
+                                   const policy::ConsolidationPlan& plan,
+                                   std::vector<policy::PodPtr> evicted, bool holdTarget) {
+  if (evicted.empty() && !holdTarget) return;
+  InFlight f;
+  f.plan = plan;
+  f.until = r.now + settings_.holdFor;
+  if (holdTarget) {
+    policy::Reservation target;
+    target.node = plan.node;
+    target.gpus = pod->gpus;
+    target.holder = pod->uid;
+    target.queue = pod->queue;
+    target.reason = "consolidation";
+    target.holderName = pod->key();
+    mirror_.reserve(std::move(target), settings_.holdFor);
+    r.options.excludedNodes.insert(plan.node);
+  }
+  // One hold per (replacement holder, node): pods of one Job with the same labels share it.
+  std::map<std::pair<std::string, std::string>, policy::Reservation> steer;
+  for (const auto& m : plan.moves) {
+    if (std::find(evicted.begin(), evicted.end(), m.pod) == evicted.end()) continue;
+    const std::string holder = policy::replacementHolder(*m.pod);
+    policy::Reservation& res = steer[{holder, m.to}];
+    res.node = m.to;
+    res.gpus += m.pod->gpus;
+    res.holder = holder;
+    res.queue = m.pod->queue;
+    res.reason = "consolidation move";
+    res.holderName = "replacement of " + m.pod->key();
+    r.options.excludedNodes.insert(m.to);
+  }
+  for (auto& [key, res] : steer) {
+    f.holders.push_back(key.first);
+    mirror_.reserve(std::move(res), settings_.holdFor);
+  }
+  f.movers = std::move(evicted);
+  if (holdTarget) {
+    ++r.stats.planned;
+    if (observer_) observer_->consolidating(plan);
+  }
+  // A partial plan (a later mover refused) still steers the movers already gone; it is kept
+  // under a key of its own so that the waiting pod may get another plan.
+  const std::string key = holdTarget ? pod->uid : "partial:" + pod->uid + ":" + plan.node;
+  inFlight_[key] = std::move(f);
+}
+
+}  // namespace gpufair::app
