@@ -101,6 +101,10 @@ std::optional<ConsolidationOutcome> Planner::scan() {
       freeTotal_ += static_cast<MilliGpu>(log_.wholeGpusFor(i, pod_)) * kMilliPerGpu;
     }
   }
+  if (targets_.empty()) {
+    return outcome(Kind::kNotFragmented, "no node it may use has " + gpusText(pod_.gpus) +
+                                             " GPUs in all: moving pods cannot help");
+  }
   if (freeTotal_ < pod_.gpus) {
     return outcome(Kind::kNotFragmented, "only " + gpusText(freeTotal_) +
                                              " free on the nodes it may use (it asks for " +

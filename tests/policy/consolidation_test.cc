@@ -121,14 +121,22 @@ TEST(ConsolidationTest, OutcomesWhenConsolidationCannotOrNeedNotHelp) {
   // It fits now: a 7-GPU pod.
   EXPECT_EQ(seedCase(seed(), fourNodes(), MakePod("team-b", "b7").gpus(7)).plan().kind,
             ConsolidationOutcome::Kind::kNotNeeded);
-  // Not enough free in total (22 < 24): moving cannot help.
+  // Larger than any node (11 > 10), though 22 are free in total: moving cannot help.
   const ConsolidationOutcome tooBig =
-      seedCase(seed(), fourNodes(), MakePod("team-b", "b24").gpus(24),
-               {MakeQueue("team-a").deserved(20), MakeQueue("team-b").deserved(30)})
-          .plan();
+      seedCase(seed(), fourNodes(), MakePod("team-b", "b11").gpus(11)).plan();
   EXPECT_EQ(tooBig.kind, ConsolidationOutcome::Kind::kNotFragmented);
   EXPECT_FALSE(tooBig.fragmented());
-  EXPECT_NE(tooBig.reason.find("only 22 GPUs free"), std::string::npos) << tooBig.reason;
+  EXPECT_NE(tooBig.reason.find("no node it may use has 11 GPUs"), std::string::npos)
+      << tooBig.reason;
+  // Not enough free in total (2 + 2 < 5): moving cannot help.
+  const ConsolidationOutcome short5 =
+      seedCase({ran(aPod("a1", "node-1").gpus(8).movable(), 500),
+                ran(aPod("a2", "node-2").gpus(8).movable(), 500)},
+               {MakeNode("node-1").gpus(10), MakeNode("node-2").gpus(10)},
+               MakePod("team-b", "b5").gpus(5))
+          .plan();
+  EXPECT_EQ(short5.kind, ConsolidationOutcome::Kind::kNotFragmented);
+  EXPECT_NE(short5.reason.find("only 4 GPUs free"), std::string::npos) << short5.reason;
   // The queue does not admit it (limit 4): not the planner's to serve.
   const ConsolidationOutcome limited =
       seedCase(seed(), fourNodes(), MakePod("team-b", "big").gpus(8),
