@@ -66,12 +66,14 @@ def wait_for(what, check, deadline):
 
 
 class Gpufair:
-    """`gpufair serve --cluster FILE` on free loopback ports: .url (webhooks), .metrics_url."""
+    """`gpufair serve --cluster FILE` on free loopback ports: .url (webhooks), .metrics_url.
+    With --filter-mode all, so /filter lists every node that fits (the default, best, answers
+    only the one gpufair would choose) and the example bind request's node is among them."""
 
     def __init__(self, cluster_file, deadline):
         self.process = subprocess.Popen(
             [BINARY, "serve", "--cluster", cluster_file, "--listen", "127.0.0.1:0",
-             "--metrics-listen", "127.0.0.1:0"], stdout=subprocess.PIPE,
+             "--metrics-listen", "127.0.0.1:0", "--filter-mode", "all"], stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True)
         self.url = self.metrics_url = None
         self.output = []
