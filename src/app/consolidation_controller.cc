@@ -31,39 +31,23 @@ ConsolidationController::ConsolidationController(state::Mirror& mirror, state::E
       clock_(std::move(clock)),
       settings_(settings),
       isLeader_(std::move(isLeader)),
-      observer_(observer) {}
+      observer_(observer),
+      loop_(
+          settings_.period, [this] { runOnce(); },
+          [this](const std::string& what) {
+            if (observer_) observer_->roundFailed(what);
+          }) {}
 
 ConsolidationController::~ConsolidationController() {
   stop();
 }
 
 void ConsolidationController::start() {
-  std::lock_guard lock(mu_);
-  if (thread_.joinable() || stopping_) return;
-  thread_ = std::thread([this] { loop(); });
+  loop_.start();
 }
 
 void ConsolidationController::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
-}
-
-void ConsolidationController::loop() {
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    lock.unlock();
-    try {
-      runOnce();
-    } catch (const std::exception& e) {
-      if (observer_) observer_->roundFailed(e.what());
-    }
-    lock.lock();
-    wake_.wait_for(lock, settings_.period, [this] { return stopping_; });
-  }
+  loop_.stop();
 }
 
 std::vector<policy::ConsolidationPlan> ConsolidationController::lastDryRun() const {

@@ -23,7 +23,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -31,13 +30,14 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gpufair/common/clock.h"
 #include "gpufair/policy/consolidation.h"
 #include "gpufair/state/mirror.h"
 #include "gpufair/state/ports.h"
+
+#include "periodic_loop.h"
 
 namespace gpufair::app {
 
@@ -98,7 +98,6 @@ class ConsolidationController {
   };
   struct Round;
 
-  void loop();
   void pruneInFlight(Round& r);
   enum class Result { kActed, kSkipped, kWaiting };
   Result consolidateFor(Round& r, const policy::PodPtr& pod);
@@ -124,13 +123,11 @@ class ConsolidationController {
   std::map<std::string, InFlight> inFlight_;  // GUARDED_BY(roundMu_) by waiting pod uid
 
   mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;                              // GUARDED_BY(mu_)
   std::vector<policy::ConsolidationPlan> lastDryRun_;  // GUARDED_BY(mu_)
   ConsolidationRoundStats lastRound_;                  // GUARDED_BY(mu_)
   std::uint64_t movesTotal_ = 0;                       // GUARDED_BY(mu_)
   std::map<std::string, std::string> explained_;       // GUARDED_BY(mu_) uid -> words
-  std::thread thread_;
+  PeriodicLoop loop_;  // last: stopped and joined before the members its rounds use go
 };
 
 }  // namespace gpufair::app

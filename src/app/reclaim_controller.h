@@ -28,20 +28,20 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gpufair/common/clock.h"
 #include "gpufair/policy/reclaim.h"
 #include "gpufair/state/mirror.h"
 #include "gpufair/state/ports.h"
+
+#include "periodic_loop.h"
 
 namespace gpufair::app {
 
@@ -98,7 +98,6 @@ class ReclaimController {
   };
   struct Round;
 
-  void loop();
   void pruneInFlight(Timestamp now);
   enum class Result { kActed, kNotNeeded, kWaiting };
   // Tries up to maxAttempts plans for one reclaimer.
@@ -128,13 +127,11 @@ class ReclaimController {
   std::vector<policy::PodPtr> orphans_;  // GUARDED_BY(roundMu_)
 
   mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;                                  // GUARDED_BY(mu_)
   std::vector<policy::ReclaimPlan> lastDryRun_;            // GUARDED_BY(mu_)
   ReclaimRoundStats lastRound_;                            // GUARDED_BY(mu_)
   std::uint64_t evictionsTotal_ = 0;                       // GUARDED_BY(mu_)
   std::map<std::string, std::uint64_t> evictionsByQueue_;  // GUARDED_BY(mu_)
-  std::thread thread_;
+  PeriodicLoop loop_;  // last: stopped and joined before the members its rounds use go
 };
 
 }  // namespace gpufair::app
