@@ -189,15 +189,12 @@ void runPreempt(const policy::ClusterSnapshot& snap, const policy::Pod& pod, con
   }
 }
 
-void runReclaim(const Scenario& sc, const policy::ClusterSnapshot& snap, const policy::Pod& pod,
-                const Step& step) {
-  policy::ReclaimOptions options;
-  options.now = sc.now;
-  for (const auto& k : step.spared) options.spared.insert(uidOf(k));
-  const policy::ReclaimOutcome out = policy::planReclaim(snap, pod, options);
-  const Expect& want = step.expect;
+// The expectations reclaim and consolidation share: the outcome's kind and reason, the plan's node,
+// and its pods as `names` writes them (victims, or movers).
+template <typename Outcome, typename KindName, typename Names>
+void expectPlan(const Expect& want, const Outcome& out, KindName kindName, Names names) {
   if (want.kind) {
-    EXPECT_EQ(policy::reclaimKindName(out.kind), *want.kind) << out.reason;
+    EXPECT_EQ(kindName(out.kind), *want.kind) << out.reason;
   }
   if (want.reason) {
     EXPECT_NE(out.reason.find(*want.reason), std::string::npos) << out.reason;
@@ -207,12 +204,23 @@ void runReclaim(const Scenario& sc, const policy::ClusterSnapshot& snap, const p
     EXPECT_EQ(out.plan->node, *want.node);
   }
   if (want.victims) {
-    std::vector<std::string> victims;
-    if (out.plan) {
-      for (const auto& v : out.plan->victims) victims.push_back(v.pod->key());
-    }
-    EXPECT_EQ(victims, *want.victims) << out.reason;
+    std::vector<std::string> got;
+    if (out.plan) got = names(*out.plan);
+    EXPECT_EQ(got, *want.victims) << out.reason;
   }
+}
+
+void runReclaim(const Scenario& sc, const policy::ClusterSnapshot& snap, const policy::Pod& pod,
+                const Step& step) {
+  policy::ReclaimOptions options;
+  options.now = sc.now;
+  for (const auto& k : step.spared) options.spared.insert(uidOf(k));
+  expectPlan(step.expect, policy::planReclaim(snap, pod, options), policy::reclaimKindName,
+             [](const policy::ReclaimPlan& plan) {
+               std::vector<std::string> victims;
+               for (const auto& v : plan.victims) victims.push_back(v.pod->key());
+               return victims;
+             });
 }
 
 // victims: the movers as "ns/name>node" (where each goes), in eviction order.
@@ -221,25 +229,12 @@ void runConsolidate(const Scenario& sc, const policy::ClusterSnapshot& snap, con
   policy::ConsolidationOptions options;
   options.now = sc.now;
   for (const auto& k : step.spared) options.spared.insert(uidOf(k));
-  const policy::ConsolidationOutcome out = policy::planConsolidation(snap, pod, options);
-  const Expect& want = step.expect;
-  if (want.kind) {
-    EXPECT_EQ(policy::consolidationKindName(out.kind), *want.kind) << out.reason;
-  }
-  if (want.reason) {
-    EXPECT_NE(out.reason.find(*want.reason), std::string::npos) << out.reason;
-  }
-  if (want.node) {
-    ASSERT_TRUE(out.plan.has_value()) << out.reason;
-    EXPECT_EQ(out.plan->node, *want.node);
-  }
-  if (want.victims) {
-    std::vector<std::string> moves;
-    if (out.plan) {
-      for (const auto& m : out.plan->moves) moves.push_back(m.pod->key() + ">" + m.to);
-    }
-    EXPECT_EQ(moves, *want.victims) << out.reason;
-  }
+  expectPlan(step.expect, policy::planConsolidation(snap, pod, options),
+             policy::consolidationKindName, [](const policy::ConsolidationPlan& plan) {
+               std::vector<std::string> moves;
+               for (const auto& m : plan.moves) moves.push_back(m.pod->key() + ">" + m.to);
+               return moves;
+             });
 }
 
 void runGang(const policy::ClusterSnapshot& snap, const policy::Pod& pod, const Expect& want) {
