@@ -60,7 +60,7 @@ std::vector<FlagSpec> ownFlags() {
        "what /filter answers among the nodes that fit: best (only the node gpufair would choose: "
        "kube-scheduler skips scoring and /prioritize, but its own soft preferences no longer "
        "weigh in), all (kube-scheduler scores them) or top-N",
-       "best"},
+       api::kDefaultFilterMode},
       {"threads", "HTTP io threads", "2"},
       {"max-body-bytes", "largest request body accepted (413 beyond)", std::to_string(64u << 20)},
       {"max-header-bytes", "largest request header accepted (431 beyond)",

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include "gpufair/api/extender_service.h"
 #include "gpufair/config/quota.h"
 #include "gpufair/policy/scorer.h"
 #include "gpufair/sim/simulation.h"
@@ -47,7 +48,8 @@ const std::vector<FlagSpec>& simulateFlags() {
        "with the workload given: the ATC'23 protocol), service-given (the service path with the "
        "workload given)",
        "service"},
-      {"filter-mode", "service path: serve's --filter-mode (all, best or top-N)", "all"},
+      {"filter-mode", "service path: serve's --filter-mode (best, all or top-N; serve's default)",
+       api::kDefaultFilterMode},
       {"queues",
        "service path: a queues.yaml quota file; pods are spread over its queues by a hash of "
        "their name (default: one queue holding the whole cluster)",

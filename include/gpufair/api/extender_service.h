@@ -65,6 +65,10 @@ struct FilterMode {
   std::string name() const;
 };
 
+// serve's default --filter-mode, and simulate's for its service path (chosen with
+// bench/load_driver: bench/RESULTS.md).
+inline constexpr const char* kDefaultFilterMode = "best";
+
 class ExtenderService final : public RequestHandler {
  public:
   // readiness may be empty: always ready.
