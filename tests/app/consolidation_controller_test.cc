@@ -126,7 +126,9 @@ struct Fixture {
   // kube-scheduler: every pending pod, filter and prioritize over all nodes, bind the best.
   void schedulePending() {
     const auto scorer = policy::makeBestFitScorer();
-    for (const auto& pod : mirror.snapshot()->pending()) {
+    // The pending list is the first snapshot's: kept alive while later ones replace it.
+    const policy::SnapshotPtr first = mirror.snapshot();
+    for (const auto& pod : first->pending()) {
       const policy::SnapshotPtr snap = mirror.snapshot();
       std::vector<std::string_view> names;
       for (const auto& n : snap->nodes()) names.push_back(n->name());
