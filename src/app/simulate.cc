@@ -76,6 +76,28 @@ const std::vector<FlagSpec>& simulateFlags() {
        "with --over-time: speed the arrivals up (durations unchanged) until the pods ask this x "
        "the GPU capacity on average (default: the trace's own times)",
        ""},
+      {"inflate",
+       "with --over-time: add pods until the list holds this x its pods, each a random pod's "
+       "copy (shape, duration) arriving at another random pod's creation time (default 1)",
+       ""},
+      {"consolidate",
+       "with --over-time: run serve's consolidation controller in the replay: off, on, or on,off "
+       "(each policy both ways; default off)",
+       ""},
+      {"reclaim",
+       "with --over-time and --queues: run serve's reclaim controller in the replay: on or off "
+       "(default on)",
+       ""},
+      {"movable-share",
+       "with --over-time: the fraction of pods labelled gpufair.io/movable, by a hash of the "
+       "name (borrowed pods are movable anyway; default 0)",
+       ""},
+      {"controller-period", "with --over-time: seconds of trace time between controller rounds",
+       ""},
+      {"resume",
+       "with --over-time: what an evicted pod's replacement runs: full (its whole duration "
+       "again, the default) or remaining (it resumes from a checkpoint)",
+       ""},
       {"progress", "draw the progress bar even when stderr is not a terminal", "", true},
       {"help", "show this help", "", true},
   };
@@ -321,7 +343,10 @@ int runSimulate(const std::vector<std::string>& argv) {
     options.service.queues = std::move(queues.value());
   }
   if (args.has("over-time")) return runSimulateOverTime(args, options);
-  if (args.has("offered-load")) return fail("--offered-load needs --over-time", 2);
+  for (const char* flag : {"offered-load", "inflate", "consolidate", "reclaim", "movable-share",
+                           "controller-period", "resume"}) {
+    if (args.has(flag)) return fail(std::string("--") + flag + " needs --over-time", 2);
+  }
   auto scenario = loadScenario(args, csv);
   if (!scenario) return fail(scenario.error(), 1);
 

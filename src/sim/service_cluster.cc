@@ -12,6 +12,8 @@ QuotaConfig oneQueue(const Scenario& scenario) {
   return quota;
 }
 
+}  // namespace
+
 std::uint64_t fnv1a(std::string_view text) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : text) {
@@ -20,8 +22,6 @@ std::uint64_t fnv1a(std::string_view text) {
   }
   return h;
 }
-
-}  // namespace
 
 std::string queueFor(const QuotaConfig& quota, std::string_view name) {
   if (quota.queues.empty()) return "";
@@ -81,7 +81,8 @@ int ServiceCluster::pickBest(const std::vector<policy::NodeScore>& scores) const
 
 ServiceCluster::Placement ServiceCluster::schedule(policy::Pod pod) {
   Placement out;
-  if (const std::string queue = queueFor(quota_, pod.name); !queue.empty())
+  if (const std::string queue = queueFor(quota_, pod.name);
+      !queue.empty() && pod.labels.count(kQueueLabel) == 0)
     pod.labels[kQueueLabel] = queue;
   args_.pod = std::move(pod);
   candidatesFor(args_.pod);

@@ -11,16 +11,14 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "gpufair/common/labels.h"
+#include "gpufair/policy/reservation.h"
 #include "gpufair/sim/replay.h"
+
+#include "time_load.h"
 
 namespace gpufair::sim {
 namespace {
-
-// The creation times that bound the busy window, and the first of all.
-struct BusyWindow {
-  std::int64_t first, from, to;
-};
-BusyWindow busyWindow(std::span<const PodLifetime> lifetimes);
 
 // What makes two waiting pods fail alike on the same cluster.
 using ShapeKey = std::tuple<MilliGpu, MilliGpu, std::vector<std::string>, std::int64_t,
@@ -56,7 +54,11 @@ class TimeReplayer {
         cluster_(scenario, std::move(scorer), tieBreakOrder(scenario.nodes.size(), options.seed),
                  clusterOptions(options)),
         start_(scenario.templates.size(), -1),
-        runs_(scenario.templates.size(), 0) {
+        runs_(scenario.templates.size(), 0),
+        createdAt_(scenario.templates.size(), 0),
+        runStart_(scenario.templates.size(), 0),
+        runUntil_(scenario.templates.size(), 0),
+        left_(scenario.templates.size(), -1) {
     for (const policy::Pod& pod : scenario.running) allocated_ += pod.holdsGpus() ? pod.gpus : 0;
     arrivals_.resize(scenario.templates.size());
     for (std::size_t i = 0; i < arrivals_.size(); ++i) arrivals_[i] = i;
@@ -71,6 +73,9 @@ class TimeReplayer {
     }
     std::stable_sort(arrivals_.begin(), arrivals_.end(),
                      [&](std::size_t a, std::size_t b) { return arrivalAt_[a] < arrivalAt_[b]; });
+    createdAt_ = arrivalAt_;
+    for (std::size_t i = 0; i < scenario.templates.size(); ++i)
+      uids_.emplace(scenario.templates[i].uid, i);
   }
 
   TimeReplayResult run() {
@@ -104,7 +109,8 @@ class TimeReplayer {
       cluster_.setTime(Timestamp(std::chrono::seconds(t - t0_)));
       bool freed = leave(t);
       if (options_.controller && t >= nextControl) {
-        freed = control(out, t) || freed;
+        if (!options_.controlWhileWaitingOnly || !waiting_.empty())
+          freed = control(out, t) || freed;
         nextControl = t + std::max<std::int64_t>(1, options_.controllerPeriod);
       }
       if (freed) retry(t);
@@ -120,6 +126,7 @@ class TimeReplayer {
       out.meanAllocatedPercent =
           area_ / static_cast<double>(out.window) / static_cast<double>(out.capacity) * 100.0;
     out.waits = waitStats();
+    restartStats(out);
     for (std::int64_t started : start_) out.placed += started >= 0 ? 1 : 0;
     return out;
   }
@@ -135,10 +142,30 @@ class TimeReplayer {
     return lifetimes_[i].deleted - lifetimes_[i].created;
   }
 
-  policy::Pod podOf(std::size_t i) const {
+  std::string uidOf(std::size_t i) const {
+    const std::string& uid = scenario_.templates[i].uid;
+    return runs_[i] > 0 ? uid + "~" + std::to_string(runs_[i]) : uid;
+  }
+
+  bool movable(std::size_t i) const {
+    const double share = std::clamp(options_.movableShare, 0.0, 1.0);
+    const auto h = static_cast<double>(fnv1a("movable:" + scenario_.templates[i].name));
+    return share >= 1 || h < share * 18446744073709551616.0;
+  }
+
+  // The pod offered for template i at t (see the header: with a controller, a Job's pod).
+  policy::Pod podOf(std::size_t i, std::int64_t t) const {
     policy::Pod pod = scenario_.templates[i];
-    if (runs_[i] > 0) {  // a pod evicted and recreated: a new pod of the same owner
-      pod.uid += "~" + std::to_string(runs_[i]);
+    if (options_.controller) {
+      pod.controller = "job:" + pod.uid;
+      pod.created = Timestamp(std::chrono::seconds(createdAt_[i] - t0_));
+      pod.started = Timestamp(std::chrono::seconds(t - t0_));  // if it is placed now
+      if (movable(i)) pod.labels[kMovableLabel] = "true";
+    }
+    if (runs_[i] > 0) {  // a pod evicted and recreated: a new pod of the same owner and queue
+      if (const std::string queue = queueFor(cluster_.quota(), pod.name); !queue.empty())
+        pod.labels[kQueueLabel] = queue;
+      pod.uid = uidOf(i);
       pod.name += "-" + std::to_string(runs_[i]);
     }
     return pod;
@@ -146,12 +173,16 @@ class TimeReplayer {
 
   // Schedules template i at t; true if it started.
   bool offer(std::size_t i, std::int64_t t) {
-    const ServiceCluster::Placement placed = cluster_.schedule(podOf(i));
+    const ServiceCluster::Placement placed = cluster_.schedule(podOf(i, t));
     if (placed.node < 0) return false;
     if (start_[i] < 0) start_[i] = t;
+    if (runs_[i] > 0) restartWaits_.push_back(static_cast<double>(t - createdAt_[i]));
     allocated_ += scenario_.templates[i].gpus;
     ++running_;
-    departures_.push({t + durationOf(i), i, runs_[i]});
+    const std::int64_t runFor = runs_[i] > 0 && options_.resumeRemaining ? left_[i] : durationOf(i);
+    runStart_[i] = t;
+    runUntil_[i] = t + runFor;
+    departures_.push({runUntil_[i], i, runs_[i]});
     return true;
   }
 
@@ -162,7 +193,7 @@ class TimeReplayer {
       const Departure d = departures_.top();
       departures_.pop();
       if (d.run != runs_[d.pod]) continue;  // evicted meanwhile
-      cluster_.remove(podOf(d.pod).uid);
+      cluster_.remove(uidOf(d.pod));
       allocated_ -= scenario_.templates[d.pod].gpus;
       --running_;
       any = true;
@@ -176,14 +207,20 @@ class TimeReplayer {
     out.moves += step.moves;
     out.evictions += step.evicted.size();
     for (const std::string& uid : step.evicted) {
-      for (std::size_t i = 0; i < scenario_.templates.size(); ++i) {
-        if (podOf(i).uid != uid) continue;
-        allocated_ -= scenario_.templates[i].gpus;
-        --running_;
-        ++runs_[i];  // its departure is void; the recreated pod waits
-        waiting_.push_back(i);
-        break;
-      }
+      auto it = uids_.find(uid);
+      if (it == uids_.end()) continue;
+      const std::size_t i = it->second;
+      uids_.erase(it);
+      const MilliGpu gpus = scenario_.templates[i].gpus;
+      allocated_ -= gpus;
+      --running_;
+      left_[i] = runUntil_[i] - t;
+      if (!options_.resumeRemaining)
+        lost_ += static_cast<double>(gpus) / 1000.0 * static_cast<double>(t - runStart_[i]);
+      ++runs_[i];  // its departure is void; the recreated pod waits
+      createdAt_[i] = t;
+      uids_.emplace(uidOf(i), i);
+      waiting_.push_back(i);
     }
     return !step.evicted.empty();
   }
@@ -192,15 +229,32 @@ class TimeReplayer {
   void retry(std::int64_t t) {
     std::set<ShapeKey> failed;
     std::deque<std::size_t> still;
+    const std::vector<policy::Reservation> held =
+        options_.controller ? cluster_.mirror().reservations() : std::vector<policy::Reservation>{};
     for (std::size_t i : waiting_) {
       const policy::Pod& pod = scenario_.templates[i];
       ShapeKey key = shapeOf(pod, cluster_.quota());
-      if (failed.count(key) || !offer(i, t)) {
+      const bool holds = !held.empty() && holdsAny(podOf(i, t), held);
+      if ((!holds && failed.count(key)) || !offer(i, t)) {
         failed.insert(std::move(key));
         still.push_back(i);
       }
     }
     waiting_ = std::move(still);
+  }
+
+  static bool holdsAny(const policy::Pod& pod, const std::vector<policy::Reservation>& held) {
+    return std::any_of(held.begin(), held.end(), [&](const policy::Reservation& r) {
+      return policy::isHolder(pod, r.holder);
+    });
+  }
+
+  void restartStats(TimeReplayResult& out) {
+    std::sort(restartWaits_.begin(), restartWaits_.end());
+    out.restartP50 = percentile(restartWaits_, 0.5);
+    out.restartMax = restartWaits_.empty() ? 0 : restartWaits_.back();
+    out.neverRestarted = out.evictions - restartWaits_.size();
+    out.lostGpuSeconds = lost_;
   }
 
   void sample(TimeReplayResult& out, std::int64_t t) const {
@@ -248,6 +302,13 @@ class TimeReplayer {
   std::vector<std::size_t> arrivals_;    // template indices by arrival time
   std::vector<std::int64_t> start_;      // first start, -1: never started
   std::vector<std::uint64_t> runs_;      // evictions so far, per template
+  std::vector<std::int64_t> createdAt_;  // per template: when its current pod was created
+  std::vector<std::int64_t> runStart_;   // per template: when its current run started
+  std::vector<std::int64_t> runUntil_;   // per template: when its current run ends
+  std::vector<std::int64_t> left_;       // per evicted template: what was left of its run
+  std::unordered_map<std::string, std::size_t> uids_;  // current pod uid -> template
+  std::vector<double> restartWaits_;                   // seconds, per restart
+  double lost_ = 0;                                    // GPU-seconds of work thrown away
   std::priority_queue<Departure, std::vector<Departure>, std::greater<>> departures_;
   std::deque<std::size_t> waiting_;  // in arrival order
   std::int64_t t0_ = 0;
@@ -276,66 +337,6 @@ std::string sizeClass(const policy::Pod& pod) {
     default:
       return "other";
   }
-}
-
-namespace {
-
-// Where the arrivals are dense: the creation times of the 5th and 95th percentile (the whole span
-// for a handful of pods), so that a few early or late pods do not stretch the window.
-BusyWindow busyWindow(std::span<const PodLifetime> lifetimes) {
-  std::vector<std::int64_t> created;
-  created.reserve(lifetimes.size());
-  for (const PodLifetime& life : lifetimes) created.push_back(life.created);
-  std::sort(created.begin(), created.end());
-  const double last = static_cast<double>(created.size() - 1);
-  return {created.front(), created[static_cast<std::size_t>(std::floor(0.05 * last))],
-          created[static_cast<std::size_t>(std::ceil(0.95 * last))]};
-}
-
-// The mean GPU demand over the busy window when arrivals come `speedup` times faster, in
-// milli-GPUs: each pod counts for the part of its duration inside the window.
-double windowDemand(const Scenario& scenario, std::span<const PodLifetime> lifetimes,
-                    const BusyWindow& w, double speedup) {
-  auto at = [&](std::int64_t t) { return static_cast<double>(t - w.first) / speedup; };
-  const double from = at(w.from), to = at(w.to);
-  double gpuSeconds = 0;
-  for (std::size_t i = 0; i < lifetimes.size(); ++i) {
-    const double start = at(lifetimes[i].created);
-    const double end = start + static_cast<double>(lifetimes[i].deleted - lifetimes[i].created);
-    const double inside = std::min(end, to) - std::max(start, from);
-    gpuSeconds += static_cast<double>(scenario.templates[i].gpus) * std::max(0.0, inside);
-  }
-  return gpuSeconds / (to - from);
-}
-
-}  // namespace
-
-double offeredLoadAt(const Scenario& scenario, std::span<const PodLifetime> lifetimes,
-                     double speedup) {
-  if (lifetimes.size() != scenario.templates.size() || lifetimes.empty() || !(speedup > 0))
-    return 0;
-  const BusyWindow w = busyWindow(lifetimes);
-  const double capacity = static_cast<double>(scenario.gpuCapacity());
-  if (w.to <= w.from || capacity <= 0) return 0;
-  return windowDemand(scenario, lifetimes, w, speedup) / capacity;
-}
-
-double arrivalSpeedupFor(const Scenario& scenario, std::span<const PodLifetime> lifetimes,
-                         double load) {
-  if (lifetimes.size() != scenario.templates.size() || lifetimes.empty() || !(load > 0)) return 1;
-  const BusyWindow w = busyWindow(lifetimes);
-  // A hair below the load: sums of doubles reach it only approximately.
-  const double target = load * static_cast<double>(scenario.gpuCapacity()) * (1 - 1e-9);
-  if (w.to <= w.from || target <= 0) return 1;
-  // The demand grows with the speedup: bisect on its logarithm, from the trace's own pace up.
-  double lo = 1, hi = 1e7;
-  if (windowDemand(scenario, lifetimes, w, lo) >= target) return 1;
-  if (windowDemand(scenario, lifetimes, w, hi) < target) return hi;
-  for (int k = 0; k < 60; ++k) {
-    const double mid = std::sqrt(lo * hi);
-    (windowDemand(scenario, lifetimes, w, mid) < target ? lo : hi) = mid;
-  }
-  return hi;
 }
 
 Result<TimeReplayResult> replayOverTime(const Scenario& scenario,

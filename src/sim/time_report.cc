@@ -89,13 +89,16 @@ std::string timeSummary(const TimeReport& r) {
                   "arrivals " + fmt("%.1f", r.arrivalSpeedup) +
                   "x faster than the trace: offered " + fmt("%.2f", r.offeredLoad) +
                   " x the GPU capacity\n";
-  s += "policy                mean alloc %   placed/pods   never   evictions   moves\n";
+  if (!r.control.empty()) s += r.control + "\n";
+  s += "policy                mean alloc %   placed/pods   never   evictions   moves   restart "
+       "p50/max   lost GPU-h\n";
   for (std::size_t i = 0; i < r.results.size(); ++i) {
     const TimeReplayResult& t = r.results[i];
-    char line[160];
-    std::snprintf(line, sizeof line, "%-20s %14.2f %8zu/%-6zu %6zu %11zu %7zu\n",
+    char line[200];
+    std::snprintf(line, sizeof line, "%-20s %14.2f %8zu/%-6zu %6zu %11zu %7zu %8s/%-8s %8.1f\n",
                   r.policies[i].c_str(), t.meanAllocatedPercent, t.placed, t.pods,
-                  t.pods - t.placed, t.evictions, t.moves);
+                  t.pods - t.placed, t.evictions, t.moves, duration(t.restartP50).c_str(),
+                  duration(t.restartMax).c_str(), t.lostGpuSeconds / kHour);
     s += line;
   }
   s += "\nwait from arrival to start, p50 / p90 / p99 / max (pods; never placed):\n";
@@ -119,6 +122,7 @@ std::string timeJson(const TimeReport& r) {
            {"nodes", r.nodes},
            {"capacityGpus", static_cast<double>(r.capacity) / kMilliPerGpu},
            {"queues", r.queues},
+           {"control", r.control},
            {"seconds", r.seconds},
            {"policies", J::array()}};
   for (std::size_t i = 0; i < r.results.size(); ++i) {
@@ -143,6 +147,9 @@ std::string timeJson(const TimeReport& r) {
          {"placed", t.placed},
          {"evictions", t.evictions},
          {"moves", t.moves},
+         {"restartWaitSeconds", {{"p50", t.restartP50}, {"max", t.restartMax}}},
+         {"neverRestarted", t.neverRestarted},
+         {"lostGpuSeconds", t.lostGpuSeconds},
          {"spanSeconds", t.span},
          {"meanAllocatedPercent", t.meanAllocatedPercent},
          {"waitSeconds", waits},

@@ -57,7 +57,10 @@ class SimClock final : public Clock {
 
 // The queue a pod named `name` is put in when `quota` has queues (labelled gpufair.io/queue): the
 // FNV-1a hash of the name modulo the number of queues, in the config's order; "" without queues.
+// A pod offered with a gpufair.io/queue label keeps it (a replacement stays in its queue).
 std::string queueFor(const QuotaConfig& quota, std::string_view name);
+// 64-bit FNV-1a of `text`.
+std::uint64_t fnv1a(std::string_view text);
 
 class ServiceCluster {
  public:
@@ -82,6 +85,7 @@ class ServiceCluster {
   policy::SnapshotPtr snapshot() const { return mirror_.snapshot(); }
   // The mirror's clock (pending and assumed pods expire by it).
   void setTime(Timestamp t) { clock_->set(t); }
+  ClockPtr clock() const { return clock_; }
   state::Mirror& mirror() { return mirror_; }
   const QuotaConfig& quota() const { return quota_; }
 

@@ -10,9 +10,19 @@
 // same or a fuller cluster the same filter refuses it.
 //
 // A controller (reclaim, consolidation) can be run in the replay through `controller`: it is
-// called every `controllerPeriod` seconds of trace time with the cluster, may evict or move pods
-// through it, and reports what it did; the replay counts that and retries the waiting pods after
-// it. gpufair's controllers are not wired in yet (see issue 16).
+// called every `controllerPeriod` seconds of trace time (only while pods wait with
+// `controlWhileWaitingOnly`) with the cluster, may evict or move pods through it, and reports what
+// it did; the replay counts that and retries the waiting pods after it. `gpufair simulate --over-time` plugs in serve's own reclaim and
+// consolidation controllers (app/replay_controllers.h). With a controller every pod is a Job's:
+// Pod::controller is set (its template's uid), Pod::created is its arrival, and a share of the
+// pods (`movableShare`, by a hash of the name) is labelled gpufair.io/movable. An evicted pod
+// ends; its Job recreates it at once: a new pod (name "<name>-<k>", uid "<uid>~<k>") of the same
+// shape, labels, queue and controller, which waits in line like any arrival (behind the pods
+// already waiting) and runs, once started, its full trace duration again (the default: the work
+// since its start is lost) or, with `resumeRemaining`, what was left of it (it resumes from a
+// checkpoint). A pod holding a reservation (the waiting pod a controller made room for, or a
+// replacement steered to its planned node) is always offered on a retry, whatever failed before
+// it in that round.
 //
 // `arrivalSpeedup` compresses the arrivals (durations unchanged) to load the cluster.
 //
@@ -57,6 +67,12 @@ struct TimeReplayOptions {
   double arrivalSpeedup = 1.0;
   ReplayController controller;
   std::int64_t controllerPeriod = 10;
+  // Skip the controller while no pod waits (gpufair's controllers then have nothing to do).
+  bool controlWhileWaitingOnly = false;
+  // With a controller: the fraction of pods labelled gpufair.io/movable: "true" (FNV-1a hash of
+  // the template's name below movableShare x 2^64), in [0, 1].
+  double movableShare = 0;
+  bool resumeRemaining = false;  // an evicted pod's replacement runs only what was left
   std::atomic<std::size_t>* progress = nullptr;  // incremented once per arriving pod, if given
 };
 
@@ -88,6 +104,12 @@ struct TimeReplayResult {
   std::size_t placed = 0;
   std::size_t evictions = 0;
   std::size_t moves = 0;
+  // Evicted pods' replacements: seconds from the eviction to their start again (p50 and max over
+  // the restarted ones), how many never restarted, and the GPU-seconds of work lost (run time
+  // thrown away, 0 with resumeRemaining).
+  double restartP50 = 0, restartMax = 0;
+  std::size_t neverRestarted = 0;
+  double lostGpuSeconds = 0;
   // Time-weighted, of the capacity, over the busy window.
   double meanAllocatedPercent = 0;
 };
@@ -107,6 +129,16 @@ double arrivalSpeedupFor(const Scenario& scenario, std::span<const PodLifetime> 
 // The offered load at a speedup: the mean GPU demand over the busy window / the capacity.
 double offeredLoadAt(const Scenario& scenario, std::span<const PodLifetime> lifetimes,
                      double speedup);
+
+// Inflates a pod list for a replay over time (the paper's inflate, over time): adds
+// round((factor - 1) x n) pods, each a copy of a pod drawn at random (seeded) with its shape, GPU
+// models and duration, named and uid'd "<name>-x<k>", arriving at the creation time of another pod
+// drawn independently. The arrivals keep the trace's pattern (bursts, busy window) and the shapes
+// their mix; the offered load at any speedup grows ~factor times. A list cannot offer more than
+// its GPU-time over the busy window by speeding up alone (the default openb list: ~0.47 of the
+// capacity); inflated, it can. factor <= 1: nothing added.
+void inflateArrivals(Scenario& scenario, std::vector<PodLifetime>& lifetimes, double factor,
+                     std::uint64_t seed);
 
 // The size class of a pod in the wait table.
 std::string sizeClass(const policy::Pod& pod);

@@ -17,7 +17,8 @@ struct TimeReport {
   std::string source;
   std::size_t nodes = 0;
   MilliGpu capacity = 0;
-  std::string queues;  // "one queue", or the queues file
+  std::string queues;   // "one queue", or the queues file
+  std::string control;  // the controllers in the replays, in words; "": none
   double arrivalSpeedup = 1;
   double offeredLoad = 0;  // GPU time asked / (capacity x span of arrivals), sped up
   std::vector<std::string> policies;
