@@ -104,6 +104,13 @@ TEST_F(SimulateCli, UsageErrorsExitTwo) {
       {csv({"--filter-mode", "some"}), "--filter-mode: filter mode must be all, best or top-N"},
       {csv({"--offered-load", "1"}), "--offered-load needs --over-time"},
       {csv({"--over-time", "--offered-load", "x"}), "--offered-load \"x\""},
+      {csv({"--consolidate", "on"}), "--consolidate needs --over-time"},
+      {csv({"--inflate", "2"}), "--inflate needs --over-time"},
+      {csv({"--over-time", "--consolidate", "maybe"}), "--consolidate \"maybe\": expected off"},
+      {csv({"--over-time", "--movable-share", "2"}), "--movable-share \"2\" is not a number"},
+      {csv({"--over-time", "--resume", "later"}), "--resume \"later\": expected full"},
+      {csv({"--over-time", "--reclaim", "x"}), "--reclaim \"x\": expected on or off"},
+      {csv({"--over-time", "--inflate", "0.5"}), "--inflate \"0.5\" is not a number"},
   };
   for (const auto& c : cases) {
     Outcome o = run(c.args);
@@ -171,6 +178,87 @@ TEST_F(SimulateCli, OverTimeNeedsTimesAndReports) {
   std::stringstream text;
   text << svg.rdbuf();
   EXPECT_THAT(text.str(), HasSubstr("</svg>"));
+}
+
+// The seed layout over time: spread puts the two 4-GPU pods a and b on different 8-GPU nodes;
+// big (8 GPUs) arrives at 10. Without consolidation it waits for them to leave at 1000. With it,
+// serve's controller runs at 20 (every 10 s of trace time): it evicts one of them (movable: all
+// pods), holds the freed node for big and the other node for the replacement; both start at 20.
+// The replacement runs its whole 1000 s again (to 1020), or with --resume remaining what was
+// left (to 1000).
+TEST_F(SimulateCli, OverTimeConsolidationMovesOnePodForTheWaitingOne) {
+  const std::string nodes = dir_ + "/two.csv";
+  std::ofstream(nodes) << "sn,cpu_milli,memory_mib,gpu,model\n"
+                          "n1,64000,262144,8,A\nn2,64000,262144,8,A\n";
+  const std::string timed = dir_ + "/timed.csv";
+  std::ofstream(timed)
+      << "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"
+         "a,1000,1024,4,1000,0,1000\nb,1000,1024,4,1000,0,1000\n"
+         "big,1000,1024,8,1000,10,110\n";
+  auto replay = [&](std::vector<std::string> more) {
+    std::vector<std::string> a{"--nodes",     nodes,      "--pods", timed,    "--quiet",
+                               "--over-time", "--policy", "spread", "--json", dir_ + "/c.json"};
+    a.insert(a.end(), more.begin(), more.end());
+    Outcome o = run(a);
+    EXPECT_EQ(o.code, 0) << o.err;
+    std::ifstream json(dir_ + "/c.json");
+    return nlohmann::json::parse(json);
+  };
+  auto bigWait = [](const nlohmann::json& p) {
+    for (const auto& w : p["waitSeconds"]) {
+      if (w["size"] == "8") return w["max"].get<double>();
+    }
+    return -1.0;
+  };
+  const auto both = replay({"--consolidate", "on,off", "--movable-share", "1"});
+  ASSERT_EQ(both["policies"].size(), 2u);
+  const auto& on = both["policies"][0];
+  const auto& off = both["policies"][1];
+  EXPECT_EQ(on["policy"], "spread+consolidate");
+  EXPECT_EQ(off["policy"], "spread");
+  EXPECT_EQ(bigWait(off), 990) << "waits for a and b to leave";
+  EXPECT_EQ(off["evictions"], 0);
+  EXPECT_EQ(bigWait(on), 10) << "placed at the first round after its arrival";
+  EXPECT_EQ(on["moves"], 1);
+  EXPECT_EQ(on["evictions"], 1);
+  EXPECT_EQ(on["placed"], 3) << "every pod ran, the moved one again";
+  EXPECT_EQ(on["neverRestarted"], 0);
+  EXPECT_EQ(on["restartWaitSeconds"]["max"], 0) << "its replacement started on its held node";
+  EXPECT_EQ(on["spanSeconds"], 1020);
+  EXPECT_EQ(on["lostGpuSeconds"], 4 * 20) << "4 GPUs for the 20 s it had run";
+  EXPECT_THAT(both["control"].get<std::string>(), HasSubstr("consolidation"));
+
+  const auto resumed =
+      replay({"--consolidate", "on", "--movable-share", "1", "--resume", "remaining"});
+  EXPECT_EQ(resumed["policies"][0]["spanSeconds"], 1000) << "resumes its last 980 s";
+  EXPECT_EQ(resumed["policies"][0]["lostGpuSeconds"], 0);
+
+  const auto pinned = replay({"--consolidate", "on"});
+  EXPECT_EQ(pinned["policies"][0]["moves"], 0) << "nothing is movable: no label, nothing borrowed";
+  EXPECT_EQ(bigWait(pinned["policies"][0]), 990);
+}
+
+// A list that cannot offer the load asked however fast it arrives: an error naming --inflate;
+// inflated, it can.
+TEST_F(SimulateCli, OverTimeOfferedLoadBeyondTheListNeedsInflate) {
+  const std::string timed = dir_ + "/timed.csv";
+  std::ofstream(timed)
+      << "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"
+         "a,1000,1024,1,1000,0,100\nb,1000,1024,1,1000,50,150\n"
+         "c,1000,1024,1,1000,100,200\n";
+  std::vector<std::string> a{"--nodes", nodes_,        "--pods",         timed,
+                             "--quiet", "--over-time", "--offered-load", "0.5"};
+  Outcome o = run(a);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_THAT(o.err, HasSubstr("cannot offer --offered-load 0.5"));
+  EXPECT_THAT(o.err, HasSubstr("--inflate"));
+  a.insert(a.end(), {"--inflate", "5"});
+  Outcome inflated = run(a);
+  EXPECT_EQ(inflated.code, 0) << inflated.err;
+  const std::size_t at = inflated.out.find("offered ");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GE(std::stod(inflated.out.substr(at + 8)), 0.5);
+  EXPECT_THAT(inflated.out, HasSubstr("/15 ")) << "5 x the 3 pods";
 }
 
 TEST_F(SimulateCli, HelpExitsZero) {

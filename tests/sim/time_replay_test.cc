@@ -103,6 +103,66 @@ TEST(TimeReplay, ControllerEvictionsAreCountedAndThePodRunsAgain) {
   EXPECT_EQ(r->span, 150) << "runs again from 50 for its 100 s";
 }
 
+// resumeRemaining: the replacement runs what was left (here 50 s of 100), nothing is lost. With a
+// controller each pod is a Job's: a controller uid, its creation and start times are set.
+TEST(TimeReplay, AnEvictedPodMayResumeWhatWasLeft) {
+  auto s = scenarioFromRows({node("n", 4)}, {pod("victim", 4)}, "t");
+  ASSERT_TRUE(s.ok());
+  const std::vector<PodLifetime> life{{0, 100}};
+  TimeReplayOptions options;
+  options.scorer = "bestfit";
+  options.controllerPeriod = 50;
+  options.resumeRemaining = true;
+  options.movableShare = 1;
+  int calls = 0;
+  options.controller = [&calls, &s](ServiceCluster& cluster, std::int64_t) {
+    ControllerStep step;
+    const policy::PodPtr running = cluster.mirror().findPod(s->templates[0].uid);
+    if (++calls == 2 && running != nullptr) {  // at t=50
+      EXPECT_EQ(running->controller, "job:" + s->templates[0].uid);
+      EXPECT_EQ(running->labels.at("gpufair.io/movable"), "true");
+      EXPECT_EQ(running->started, Timestamp(std::chrono::seconds(0)));
+      cluster.remove(running->uid);
+      step.evicted.push_back(running->uid);
+    }
+    return step;
+  };
+  auto r = replayOverTime(*s, life, options);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->evictions, 1u);
+  EXPECT_EQ(r->span, 100) << "runs its last 50 s from 50";
+  EXPECT_EQ(r->lostGpuSeconds, 0);
+  EXPECT_EQ(r->neverRestarted, 0u);
+  EXPECT_EQ(r->restartMax, 0) << "restarted at once on the freed node";
+}
+
+// Inflating adds copies of drawn pods (shape and duration) at drawn creation times; the offered
+// load grows about as much.
+TEST(TimeReplay, InflatedArrivalsKeepShapesAndDurations) {
+  auto s = scenarioFromRows({node("n", 8)}, {pod("a", 1), pod("b", 2), pod("c", 4)}, "t");
+  ASSERT_TRUE(s.ok());
+  std::vector<PodLifetime> life{{0, 10}, {20, 40}, {40, 80}};
+  const double before = offeredLoadAt(*s, life, 1);
+  Scenario inflated = *s;
+  inflateArrivals(inflated, life, 4, 7);
+  ASSERT_EQ(inflated.templates.size(), 12u);
+  ASSERT_EQ(life.size(), 12u);
+  for (std::size_t k = 3; k < 12; ++k) {
+    const policy::Pod& p = inflated.templates[k];
+    EXPECT_THAT(p.name, HasSubstr("-x" + std::to_string(k - 2)));
+    const std::string base = p.name.substr(0, 1);
+    const std::size_t from = base == "a" ? 0 : base == "b" ? 1 : 2;
+    EXPECT_EQ(p.gpus, s->templates[from].gpus) << p.name;
+    EXPECT_EQ(life[k].deleted - life[k].created, life[from].deleted - life[from].created);
+    EXPECT_TRUE(life[k].created == 0 || life[k].created == 20 || life[k].created == 40);
+  }
+  EXPECT_GT(offeredLoadAt(inflated, life, 1), 2 * before);
+  Scenario same = *s;
+  std::vector<PodLifetime> unchanged{{0, 10}, {20, 40}, {40, 80}};
+  inflateArrivals(same, unchanged, 1, 7);
+  EXPECT_EQ(same.templates.size(), 3u);
+}
+
 // Sped up, arrivals come closer together while durations stay: the second pod now waits.
 TEST(TimeReplay, ASpeedupCompressesArrivalsNotDurations) {
   auto s = scenarioFromRows({node("n", 4)}, {pod("first", 4), pod("second", 4)}, "t");
