@@ -67,10 +67,7 @@ std::optional<ConsolidationOutcome> Planner::eligibility() const {
   if (pod_.gpus <= 0) return outcome(Kind::kNotEligible, "asks for no GPUs");
   if (!pod_.nodeName.empty()) return outcome(Kind::kNotEligible, "is bound already");
   if (pod_.isFinished() || pod_.terminating) return outcome(Kind::kNotEligible, "is not waiting");
-  if (pod_.isFractional()) {
-    return outcome(Kind::kNotEligible, "asks for part of one GPU: consolidation frees whole GPUs");
-  }
-  if (pod_.inGang() || !pod_.gangError.empty()) {
+  if ((pod_.inGang() && !gangMember_) || !pod_.gangError.empty()) {
     return outcome(Kind::kNotEligible, "is a gang member: its gang is planned whole");
   }
   const Admission admission = admit(snap_, pod_);
@@ -81,12 +78,14 @@ std::optional<ConsolidationOutcome> Planner::eligibility() const {
 }
 
 std::optional<ConsolidationOutcome> Planner::scan() {
+  if (pod_.isFractional()) return scanShare();
   using Kind = ConsolidationOutcome::Kind;
   const auto nodes = snap_.nodes();
   const int need = pod_.gpuCount();
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (!usable(i) || nodes[i]->allocatable() < pod_.gpus) continue;
     if (fitsPod(i, pod_)) {
+      fitNode_ = i;
       return outcome(Kind::kNotNeeded, "fits on node " + nodes[i]->name() + " now");
     }
     const int whole = log_.wholeGpusFor(i, pod_);
@@ -119,6 +118,37 @@ std::optional<ConsolidationOutcome> Planner::scan() {
   return std::nullopt;
 }
 
+// A share of one GPU: fragmented when the GPUs it may use have that much free in total but no one
+// GPU has. Every node with a GPU is a target lacking one move at least (a pod off one of its
+// GPUs); those with the most free GPU share first.
+std::optional<ConsolidationOutcome> Planner::scanShare() {
+  using Kind = ConsolidationOutcome::Kind;
+  const auto nodes = snap_.nodes();
+  std::vector<std::pair<MilliGpu, std::size_t>> byFree;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (!usable(i) || nodes[i]->gpuCount() == 0) continue;
+    if (fitsPod(i, pod_)) {
+      fitNode_ = i;
+      return outcome(Kind::kNotNeeded, "fits on node " + nodes[i]->name() + " now");
+    }
+    MilliGpu most = 0;
+    for (int g = 0; g < nodes[i]->gpuCount(); ++g)
+      most = std::max(most, kMilliPerGpu - nodes[i]->gpuUsed(g));
+    freeTotal_ += log_.free(i);
+    largestFree_ = std::max(largestFree_, most);
+    byFree.emplace_back(most, i);
+  }
+  if (freeTotal_ < pod_.gpus) {
+    return outcome(Kind::kNotFragmented, "only " + gpusText(freeTotal_) +
+                                             " free on the GPUs it may use (it asks for " +
+                                             gpusText(pod_.gpus) + "): moving pods cannot help");
+  }
+  std::stable_sort(byFree.begin(), byFree.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [most, i] : byFree) targets_.push_back({i, 1, 0});
+  return std::nullopt;
+}
+
 ConsolidationOutcome Planner::run() {
   if (auto early = eligibility()) return *early;
   for (const PodPtr& p : options_.releasing) {
@@ -126,7 +156,18 @@ ConsolidationOutcome Planner::run() {
     releasingUids_.insert(p->uid);
     log_.removePod(p);
   }
-  if (auto early = scan()) return *early;
+  if (auto early = scan()) {
+    if (gangMember_ && fitNode_) {  // the gang's planner places this member as things are
+      early->plan = ConsolidationPlan{};
+      early->plan->node = snap_.nodes()[*fitNode_]->name();
+      early->plan->waiting = pod_.key();
+      early->plan->waitingUid = pod_.uid;
+      early->plan->queue = pod_.queue;
+      early->plan->gpus = pod_.gpus;
+      early->plan->reason = early->reason;
+    }
+    return *early;
+  }
 
   std::optional<NodePlan> best;
   int evaluated = 0;
@@ -153,7 +194,8 @@ ConsolidationOutcome Planner::run() {
 
 std::string Planner::noPlanReason() const {
   std::string text = gpusText(freeTotal_) + " free in total but at most " + gpusText(largestFree_) +
-                     " on one node it may use (it asks for " + gpusText(pod_.gpus) + "); ";
+                     (pod_.isFractional() ? " on one GPU" : " on one node") +
+                     " it may use (it asks for " + gpusText(pod_.gpus) + "); ";
   if (movableSeen_ == 0 && tooYoung_.empty() && sparedSeen_.empty()) {
     text += "no movable pods (label " + std::string(kMovableLabel) +
             "=true, or borrowed, with a controller to recreate them) where room could be made";

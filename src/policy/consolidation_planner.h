@@ -50,8 +50,10 @@ struct NodePlan {
 
 class Planner {
  public:
-  Planner(const ClusterSnapshot& snapshot, const Pod& pod, const ConsolidationOptions& options)
-      : snap_(snapshot), pod_(pod), options_(options), log_(snapshot) {}
+  // gangMember: `pod` is planned as one member of its waiting gang (planGangConsolidation).
+  Planner(const ClusterSnapshot& snapshot, const Pod& pod, const ConsolidationOptions& options,
+          bool gangMember = false)
+      : snap_(snapshot), pod_(pod), options_(options), log_(snapshot), gangMember_(gangMember) {}
 
   ConsolidationOutcome run();
 
@@ -60,6 +62,7 @@ class Planner {
   std::optional<ConsolidationOutcome> eligibility() const;
   // The pass over the nodes: fills targets_; an outcome when the pod fits or is not fragmented.
   std::optional<ConsolidationOutcome> scan();
+  std::optional<ConsolidationOutcome> scanShare();  // scan() for a share of one GPU
   std::string noPlanReason() const;
 
   // --- consolidation_search.cc
@@ -82,6 +85,8 @@ class Planner {
   const Pod& pod_;
   const ConsolidationOptions& options_;
   UndoLog log_;
+  bool gangMember_ = false;
+  std::optional<std::size_t> fitNode_;  // scan(): a node the pod fits on now
   std::vector<Target> targets_;
   std::unordered_set<std::string_view> releasingUids_;
   std::optional<std::unordered_map<std::string, std::vector<PodPtr>>> gangs_;

@@ -206,14 +206,16 @@ bool Planner::tryChoice(const Target& target, const Choice& choice, NodePlan& pl
     log_.rollback(mark);
     return false;
   }
-  Reservation held;
-  held.node = node.name();
-  held.gpus = pod_.gpus;
-  held.holder = pod_.uid;
-  held.queue = pod_.queue;
-  held.reason = "consolidation";
-  held.holderName = pod_.key();
-  log_.reserve(std::move(held));
+  if (!pod_.isFractional()) {  // movers never go to the target: the hold is for the record
+    Reservation held;
+    held.node = node.name();
+    held.gpus = pod_.gpus;
+    held.holder = pod_.uid;
+    held.queue = pod_.queue;
+    held.reason = "consolidation";
+    held.holderName = pod_.key();
+    log_.reserve(std::move(held));
+  }
   // The largest movers first: they are the hardest to fit.
   std::vector<PodPtr> order = movers;
   std::stable_sort(order.begin(), order.end(),

@@ -18,9 +18,11 @@
 //     options check them) on other nodes, never on the target and never on excluded nodes;
 //   - preference: the fewest pods moved, then the fewest GPUs moved, then the youngest movers
 //     (least work lost), then the target node's name. Deterministic.
-// Gang members waiting are not planned here (a gang is admitted whole by gang.h); reclaim
-// (reclaim.h) is the caller's first resort: consolidation moves pods only when reclaim cannot
-// serve the pod.
+// A pod asking for a share of one GPU is planned too: it waits on fragmentation when the GPUs it
+// may use have its share free in total but no one GPU has; moves free room on one GPU of a target.
+// Gang members waiting are not planned one by one here (a gang is admitted whole by gang.h):
+// planGangConsolidation plans the gang. Reclaim (reclaim.h) is the caller's first resort:
+// consolidation moves pods only when reclaim cannot serve the pod.
 //
 // Every what-if runs on an undo log (undo_log.h): movers are taken off, the waiting pod's GPUs
 // reserved on the target, movers placed best fit elsewhere; each try is rolled back.
@@ -105,5 +107,25 @@ bool isMovable(const Pod& pod);
 
 ConsolidationOutcome planConsolidation(const ClusterSnapshot& snapshot, const Pod& pod,
                                        const ConsolidationOptions& options);
+
+// A waiting gang (gang.h: placed whole or not at all) that does not fit because of fragmentation:
+// a plan for every member still to place, or none. The gang must be admitted whole by its queue
+// (planGang's admission) and not fit now (else kNotEligible / kNotNeeded). Members are planned
+// one after the other, largest first, each as planConsolidation plans a pod, on the state the
+// earlier members' plans leave: their movers gone, their nodes and the movers' destinations
+// excluded (so two members never share a target, which is conservative: a gang that could only
+// fit two members on one freed node gets no plan). A member that fits as things are takes that
+// node without moves. Members not offered yet are shaped like `member`. All the gang's moves
+// together stay within options.maxMoves. Any member without a plan: kNoPlan for the gang, with
+// that member's reason.
+struct GangConsolidationOutcome {
+  ConsolidationOutcome::Kind kind = ConsolidationOutcome::Kind::kNoPlan;
+  std::string gang;                      // gang key "gang:<ns>/<name>"
+  std::vector<ConsolidationPlan> plans;  // kPlanned: one per member still to place
+  std::string reason;
+  std::size_t moves() const;  // over all plans
+};
+GangConsolidationOutcome planGangConsolidation(const ClusterSnapshot& snapshot, const Pod& member,
+                                               const ConsolidationOptions& options);
 
 }  // namespace gpufair::policy
