@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpufair/policy/reclaim.h"
+#include "gpufair/policy/reservation.h"
 
 namespace gpufair::app {
 
@@ -72,6 +73,18 @@ std::optional<std::string> ConsolidationController::explain(const std::string& u
   return it->second;
 }
 
+// Whether the waiting pod (uid) or gang (gang key) of an in-flight plan still waits.
+bool ConsolidationController::waitsStill(const std::string& key) const {
+  if (!key.starts_with(policy::kGangHolderPrefix)) {
+    const policy::PodPtr waiting = mirror_.findPod(key);
+    return waiting != nullptr && waiting->nodeName.empty() && !waiting->isFinished();
+  }
+  const policy::SnapshotPtr snap = mirror_.snapshot();
+  return std::any_of(snap->pending().begin(), snap->pending().end(), [&](const policy::PodPtr& p) {
+    return p->gangKey() == key && p->nodeName.empty() && !p->isFinished();
+  });
+}
+
 void ConsolidationController::pruneInFlight(Round& r) {
   const std::vector<policy::Reservation> held = mirror_.reservations();
   auto holds = [&](const std::string& holder) {
@@ -80,8 +93,8 @@ void ConsolidationController::pruneInFlight(Round& r) {
   };
   for (auto it = inFlight_.begin(); it != inFlight_.end();) {
     InFlight& f = it->second;
-    const policy::PodPtr waiting = mirror_.findPod(it->first);
-    const bool waits = waiting != nullptr && waiting->nodeName.empty() && !waiting->isFinished();
+    f.waits = waitsStill(it->first);
+    const bool waits = f.waits;
     if (!waits) mirror_.releaseReservation(it->first);  // placed (taken) or gone
     auto& hs = f.holders;
     hs.erase(std::remove_if(hs.begin(), hs.end(), [&](const auto& h) { return !holds(h); }),
@@ -107,12 +120,24 @@ void ConsolidationController::pruneInFlight(Round& r) {
              ms.end());
     ++it;
   }
-  for (const auto& [uid, f] : inFlight_) {
-    if (mirror_.findPod(uid) != nullptr) r.options.excludedNodes.insert(f.plan.node);
+  for (const auto& [key, f] : inFlight_) {
+    if (f.waits) r.options.excludedNodes.insert(f.targets.begin(), f.targets.end());
     for (const auto& m : f.plan.moves) r.options.excludedNodes.insert(m.to);
     r.options.releasing.insert(r.options.releasing.end(), f.movers.begin(), f.movers.end());
   }
 }
+
+namespace {
+
+bool olderFirst(const policy::PodPtr& a, const policy::PodPtr& b) {
+  if (a->created != b->created) {
+    if (!a->created || !b->created) return a->created.has_value();
+    return *a->created < *b->created;
+  }
+  return a->uid < b->uid;
+}
+
+}  // namespace
 
 ConsolidationRoundStats ConsolidationController::runOnce() {
   std::lock_guard round(roundMu_);
@@ -129,8 +154,13 @@ ConsolidationRoundStats ConsolidationController::runOnce() {
   r.snap = mirror_.snapshot();
 
   std::vector<policy::PodPtr> pending;
+  std::vector<policy::PodPtr> gangs;  // the oldest pending member of each gang
   for (const auto& pod : r.snap->pending()) {
-    if (pod->gpus <= 0 || !pod->nodeName.empty() || pod->isFinished() || pod->inGang()) continue;
+    if (pod->gpus <= 0 || !pod->nodeName.empty() || pod->isFinished()) continue;
+    if (pod->inGang()) {
+      if (pod->gangError.empty()) gangs.push_back(pod);
+      continue;
+    }
     if (inFlight_.count(pod->uid) > 0) {
       ++r.stats.fragmented;  // still waiting for the room made for it
       r.explained[pod->uid] = inFlight_.at(pod->uid).plan.reason + " (in progress)";
@@ -138,17 +168,18 @@ ConsolidationRoundStats ConsolidationController::runOnce() {
     }
     pending.push_back(pod);
   }
-  std::sort(pending.begin(), pending.end(), [](const policy::PodPtr& a, const policy::PodPtr& b) {
-    if (a->created != b->created) {
-      if (!a->created || !b->created) return a->created.has_value();
-      return *a->created < *b->created;
-    }
-    return a->uid < b->uid;
-  });
+  std::sort(pending.begin(), pending.end(), olderFirst);
   int acted = 0;
   for (const policy::PodPtr& pod : pending) {
-    if (consolidateFor(r, pod) == Result::kActed) ++acted;
     if (acted >= settings_.maxPlansPerRound) break;
+    if (consolidateFor(r, pod) == Result::kActed) ++acted;
+  }
+  std::stable_sort(gangs.begin(), gangs.end(), olderFirst);
+  std::set<std::string> gangsSeen;
+  for (const policy::PodPtr& member : gangs) {
+    if (!gangsSeen.insert(member->gangKey()).second) continue;
+    if (acted >= settings_.maxPlansPerRound) break;
+    if (consolidateGang(r, member) == Result::kActed) ++acted;
   }
   r.stats.inFlight = static_cast<int>(inFlight_.size());
   {
@@ -211,6 +242,75 @@ ConsolidationController::Result ConsolidationController::consolidateFor(Round& r
   return Result::kWaiting;
 }
 
+ConsolidationController::Result ConsolidationController::consolidateGang(
+    Round& r, const policy::PodPtr& member) {
+  using Kind = policy::ConsolidationOutcome::Kind;
+  const std::string key = member->gangKey();
+  if (auto it = inFlight_.find(key); it != inFlight_.end()) {
+    ++r.stats.fragmented;
+    r.explained[member->uid] = it->second.plan.reason + " (in progress, gang)";
+    return Result::kSkipped;
+  }
+  const policy::GangConsolidationOutcome out =
+      policy::planGangConsolidation(*r.snap, *member, r.options);
+  if (out.kind != Kind::kPlanned) {
+    if (out.kind != Kind::kNoPlan) return Result::kSkipped;
+    ++r.stats.fragmented;
+    r.explained[member->uid] = "gang waits on fragmentation: " + out.reason;
+    if (observer_) observer_->waiting(*member, out.reason);
+    return Result::kWaiting;
+  }
+  ++r.stats.fragmented;
+  for (const policy::ConsolidationPlan& plan : out.plans) {
+    for (const auto& m : plan.moves) r.options.excludedNodes.insert(m.to);
+    r.options.excludedNodes.insert(plan.node);
+  }
+  if (settings_.dryRun) {
+    for (const policy::ConsolidationPlan& plan : out.plans) {
+      for (const auto& m : plan.moves) r.options.releasing.push_back(m.pod);
+      r.dryRun.push_back(plan);
+      if (observer_) observer_->dryRun(plan);
+    }
+    ++r.stats.planned;
+    r.explained[member->uid] = "dry run: " + out.reason;
+    return Result::kActed;
+  }
+  // Every member's movers; the replacements of those gone are steered even if a later one is
+  // refused (partial plans), the members' targets held only when all are gone.
+  for (const policy::ConsolidationPlan& plan : out.plans) {
+    std::vector<policy::PodPtr> evicted;
+    std::string reason;
+    const bool complete = evictMovers(r, plan, evicted, reason);
+    hold(r, member, plan, std::move(evicted), /*holdTarget=*/false);
+    if (!complete) {
+      r.explained[member->uid] = "gang waits on fragmentation: " + reason;
+      if (observer_) observer_->waiting(*member, reason);
+      return Result::kWaiting;
+    }
+  }
+  InFlight f;
+  f.plan = out.plans.front();
+  f.plan.reason = out.reason;
+  f.until = r.now + settings_.holdFor;
+  for (const policy::ConsolidationPlan& plan : out.plans) {
+    policy::Reservation target;
+    target.node = plan.node;
+    target.gpus = plan.gpus;
+    target.holder = key;
+    target.queue = member->queue;
+    target.reason = "consolidation";
+    target.holderName = "gang " + member->gangName();
+    mirror_.reserve(std::move(target), settings_.holdFor);
+    f.targets.push_back(plan.node);
+    if (observer_) observer_->consolidating(plan);
+  }
+  inFlight_[key] = std::move(f);
+  ++r.stats.planned;
+  r.explained[member->uid] = out.reason;
+  r.snap = mirror_.snapshot();
+  return Result::kActed;
+}
+
 bool ConsolidationController::stillWaits(const policy::Pod& pod) const {
   const policy::PodPtr current = mirror_.findPod(pod.uid);
   return current != nullptr && current->nodeName.empty() && !current->isFinished() &&
@@ -247,6 +347,7 @@ void ConsolidationController::hold(Round& r, const policy::PodPtr& pod,
   if (evicted.empty() && !holdTarget) return;
   InFlight f;
   f.plan = plan;
+  f.targets = {plan.node};
   f.until = r.now + settings_.holdFor;
   if (holdTarget) {
     policy::Reservation target;

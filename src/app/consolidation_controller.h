@@ -8,7 +8,11 @@
 //   - holds the target node's GPUs for the waiting pod (Mirror::reserve, holder its uid) and each
 //     mover's destination for its replacement (holder policy::replacementHolder: the new pod its
 //     Job or ReplicaSet creates, same controller and labels), for holdFor;
-//   - keeps the plan in flight until the waiting pod is placed and every replacement took its
+//   - a waiting gang (pods labelled gpufair.io/gang) gets room for every member or none
+//     (policy::planGangConsolidation): all the members' movers are evicted, each member's target
+//     held for the gang (holder "gang:<ns>/<name>", so the gang filter steers the members there);
+//   - keeps the plan in flight until the waiting pod (every member of the gang) is placed and every
+//   replacement took its
 //     hold, or holdFor passes: then it gives up and releases what is still held. While in flight,
 //     its target and destinations are not planned on and its movers count as gone.
 // Dry run: plans are reported (observer, lastDryRun()) but nothing moves.
@@ -91,16 +95,22 @@ class ConsolidationController {
 
  private:
   struct InFlight {
-    policy::ConsolidationPlan plan;
+    policy::ConsolidationPlan plan;      // a gang's: its first member's
+    std::vector<std::string> targets;    // nodes held for the waiting pod or the gang's members
     std::vector<policy::PodPtr> movers;  // evicted, until the watch deletes them
     std::vector<std::string> holders;    // replacement holders still to be placed
     Timestamp until{};
+    bool waits = true;  // the waiting pod or gang still waits (pruneInFlight)
   };
   struct Round;
 
   void pruneInFlight(Round& r);
   enum class Result { kActed, kSkipped, kWaiting };
   Result consolidateFor(Round& r, const policy::PodPtr& pod);
+  // A waiting gang (its oldest pending member): policy::planGangConsolidation, room for every
+  // member or none; the targets are held for the gang (holder its gang key).
+  Result consolidateGang(Round& r, const policy::PodPtr& member);
+  bool waitsStill(const std::string& key) const;
   bool reclaimServes(const Round& r, const policy::Pod& pod) const;
   bool stillWaits(const policy::Pod& pod) const;
   // Evicts the plan's movers in order; at the first refusal spares that pod, sets `reason` and
@@ -119,8 +129,9 @@ class ConsolidationController {
   state::ConsolidationObserver* observer_;
   std::function<void(const ConsolidationRoundStats&)> roundHook_;
 
-  std::mutex roundMu_;                        // held for a whole round
-  std::map<std::string, InFlight> inFlight_;  // GUARDED_BY(roundMu_) by waiting pod uid
+  std::mutex roundMu_;  // held for a whole round
+  // GUARDED_BY(roundMu_) by waiting pod uid (a gang: its gang key)
+  std::map<std::string, InFlight> inFlight_;
 
   mutable std::mutex mu_;
   std::vector<policy::ConsolidationPlan> lastDryRun_;  // GUARDED_BY(mu_)

@@ -30,16 +30,8 @@ const char* kJobUid = "0b7e4f9c-0000-4000-8000-00000000000a";
 
 json gpuPod(const std::string& ns, const std::string& name, int gpus, const std::string& node,
             bool ofJob, int startedMinutesAgo) {
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-" + name}}},
-              {"spec",
-               {{"schedulerName", "gpufair"},
-                {"containers",
-                 json::array({{{"name", "main"},
-                               {"resources",
-                                {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
-              {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+  json pod = k8s::fake::makePod(ns, name, node, {}, gpus);
+  pod["metadata"]["uid"] = "uid-" + name;
   // As a real API server stamps it (the fake's default is a fixed date): a replacement is a pod
   // created after the consolidation reserved its node.
   char stamp[32];
@@ -48,10 +40,7 @@ json gpuPod(const std::string& ns, const std::string& name, int gpus, const std:
   gmtime_r(&t, &tm);
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
   pod["metadata"]["creationTimestamp"] = stamp;
-  if (!node.empty()) {
-    pod["spec"]["nodeName"] = node;
-    pod["status"]["startTime"] = stamp;
-  }
+  if (!node.empty()) pod["status"]["startTime"] = stamp;
   if (ofJob) {
     pod["metadata"]["labels"] = {{"job-name", "a"}, {"gpufair.io/movable", "true"}};
     pod["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "batch/v1"},

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -270,6 +271,54 @@ TEST(ConsolidationControllerTest, APodWithoutMovableNeighboursIsCountedAndExplai
   const std::optional<std::string> words = f.controller.explain("uid-team-b-big");
   ASSERT_TRUE(words.has_value());
   EXPECT_NE(words->find("waits on fragmentation"), std::string::npos) << *words;
+  EXPECT_TRUE(f.mirror.reservations().empty());
+}
+
+// team-b's gang of two 8-GPU pods waits on the seed layout: one move per member (a6 off node-4,
+// a5 off node-3), both targets held for the gang; kube-scheduler then places both members there
+// and the replacements where planned.
+TEST(ConsolidationControllerTest, AWaitingGangGetsRoomForAllItsMembers) {
+  Fixture f;
+  for (int i = 0; i < 2; ++i) {
+    policy::Pod m = MakePod("team-b", "g-" + std::to_string(i)).gpus(8).gang("g", 2);
+    m.created = f.clock->now();
+    f.mirror.notePending(m);
+  }
+  f.schedulePending();
+  EXPECT_EQ(f.nodeOf("uid-team-b-g-0"), "");
+  const ConsolidationRoundStats stats = f.controller.runOnce();
+  EXPECT_EQ(stats.fragmented, 1);
+  EXPECT_EQ(stats.planned, 1);
+  EXPECT_EQ(stats.moved, 2);
+  EXPECT_EQ(f.evictor.calls, (std::vector<std::string>{"a6", "a5"}));
+  std::map<std::string, std::string> held;
+  for (const auto& r : f.mirror.reservations()) held[r.node] = r.holder;
+  EXPECT_EQ(held["node-4"], "gang:team-b/g");
+  EXPECT_EQ(held["node-3"], "gang:team-b/g");
+  f.schedulePending();
+  const std::set<std::string> members = {f.nodeOf("uid-team-b-g-0"), f.nodeOf("uid-team-b-g-1")};
+  EXPECT_EQ(members, (std::set<std::string>{"node-3", "node-4"}));
+  // The replacements (one Job, same labels: either may take either hold) where planned.
+  const std::set<std::string> replacements = {f.nodeOf("uid-team-a-a6-r"),
+                                              f.nodeOf("uid-team-a-a5-r")};
+  EXPECT_EQ(replacements, (std::set<std::string>{"node-1", "node-2"}));
+  EXPECT_TRUE(f.mirror.snapshot()->pending().empty());
+  EXPECT_EQ(f.controller.runOnce().inFlight, 0);
+  EXPECT_TRUE(f.mirror.reservations().empty());
+}
+
+// A gang of three 8-GPU pods: 22 GPUs are free in all (and team-b deserves 20): there is no room
+// for every member, so nothing moves, not even for the members that could be served.
+TEST(ConsolidationControllerTest, AGangWithoutRoomForAllMembersMovesNothing) {
+  Fixture f;
+  for (int i = 0; i < 3; ++i) {
+    policy::Pod m = MakePod("team-b", "g-" + std::to_string(i)).gpus(8).gang("g", 3);
+    m.created = f.clock->now();
+    f.mirror.notePending(m);
+  }
+  const ConsolidationRoundStats stats = f.controller.runOnce();
+  EXPECT_EQ(stats.moved, 0);
+  EXPECT_TRUE(f.evictor.calls.empty());
   EXPECT_TRUE(f.mirror.reservations().empty());
 }
 

@@ -28,21 +28,12 @@ constexpr const char* kQuotas =
     "- name: team-b\n  namespaces: [team-b]\n  gpu: {deserved: 8}\n";
 
 json gpuPod(const std::string& ns, const std::string& name, int gpus) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata", {{"name", name}, {"namespace", ns}}},
-          {"spec",
-           {{"schedulerName", "gpufair"},
-            {"containers",
-             json::array(
-                 {{{"name", "main"},
-                   {"resources", {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
-          {"status", {{"phase", "Pending"}}}};
+  return k8s::fake::makePod(ns, name, "", {}, gpus);
 }
 
 int gpusOf(const json& pod) {
   return std::stoi(
-      pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"].get<std::string>());
+      pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"].get<std::string>());
 }
 
 // One gpufair replica: its own mirror, source and service, as one `gpufair serve` process.

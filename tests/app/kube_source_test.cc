@@ -24,19 +24,11 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+// The fake's pod with a uid of its own ("uid-NAME").
 json gpuPod(const std::string& ns, const std::string& name, int gpus,
             const std::string& node = "") {
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-" + name}}},
-              {"spec",
-               {{"schedulerName", "gpufair"},
-                {"containers",
-                 json::array({{{"name", "main"},
-                               {"resources",
-                                {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
-              {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
-  if (!node.empty()) pod["spec"]["nodeName"] = node;
+  json pod = k8s::fake::makePod(ns, name, node, {}, gpus);
+  pod["metadata"]["uid"] = "uid-" + name;
   return pod;
 }
 

@@ -263,17 +263,18 @@ void FakeApiServer::clearRequests() {
 }
 
 json makePod(const std::string& ns, const std::string& name, const std::string& nodeName,
-             const std::map<std::string, std::string>& labels) {
-  json pod = {
-      {"apiVersion", "v1"},
-      {"kind", "Pod"},
-      {"metadata", {{"name", name}, {"namespace", ns}}},
-      {"spec",
-       {{"schedulerName", "gpufair"},
-        {"containers", json::array({{{"name", "main"},
-                                     {"image", "busybox"},
-                                     {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}},
-      {"status", {{"phase", nodeName.empty() ? "Pending" : "Running"}}}};
+             const std::map<std::string, std::string>& labels, int gpus) {
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", ns}}},
+              {"spec",
+               {{"schedulerName", "gpufair"},
+                {"containers",
+                 json::array({{{"name", "main"},
+                               {"image", "busybox"},
+                               {"resources",
+                                {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
+              {"status", {{"phase", nodeName.empty() ? "Pending" : "Running"}}}};
   if (!nodeName.empty()) pod["spec"]["nodeName"] = nodeName;
   if (!labels.empty()) pod["metadata"]["labels"] = labels;
   return pod;

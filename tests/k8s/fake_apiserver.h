@@ -155,10 +155,11 @@ class FakeApiServer {
   std::unique_ptr<HttpServer> server_;
 };
 
-// Minimal objects for tests.
+// Minimal objects for tests. makePod: a pod of scheduler gpufair asking for `gpus` whole GPUs
+// (limits nvidia.com/gpu, which Kubernetes copies to requests), Running when bound.
 nlohmann::json makePod(const std::string& ns, const std::string& name,
                        const std::string& nodeName = "",
-                       const std::map<std::string, std::string>& labels = {});
+                       const std::map<std::string, std::string>& labels = {}, int gpus = 1);
 nlohmann::json makeNode(const std::string& name, int gpus = 8);
 
 }  // namespace gpufair::k8s::fake
