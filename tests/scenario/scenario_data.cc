@@ -217,8 +217,10 @@ Scenario loadScenario(const std::string& path) {
     }
     sc.fit.checkCpuMemory = root["checkCpuMemory"].as<bool>(false);
     for (const auto& n : root["steps"]) {
-      onlyKeys(n, withPodKeys({"verb", "scorer", "proposed", "spared", "quotaYaml", "expect"}),
-               "a step");
+      onlyKeys(
+          n,
+          withPodKeys({"verb", "scorer", "proposed", "spared", "quotaYaml", "maxMoves", "expect"}),
+          "a step");
       Step step;
       step.verb = n["verb"].as<std::string>();
       if (n["pod"]) step.pod = podOf(n, sc.now);
@@ -226,6 +228,7 @@ Scenario loadScenario(const std::string& path) {
       step.scorer = n["scorer"].as<std::string>("blockfit");
       if (n["proposed"]) step.proposed = listMap(n["proposed"]);
       if (n["spared"]) step.spared = strings(n["spared"]);
+      step.maxMoves = n["maxMoves"].as<int>(0);
       step.expect = expectOf(n["expect"]);
       sc.steps.push_back(std::move(step));
     }

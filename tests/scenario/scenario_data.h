@@ -39,12 +39,14 @@ struct Expect {
 };
 
 struct Step {
-  std::string verb;       // filter, prioritize, place, preempt, reclaim, gang, shares, quota
-  policy::Pod pod;        // shares and quota take none
-  std::string quotaYaml;  // quota: a queues.yaml document
-  std::string scorer;     // prioritize, place
+  // filter, prioritize, place, preempt, reclaim, consolidate, consolidate-gang, gang, shares, quota
+  std::string verb;
+  policy::Pod pod;                                           // shares and quota take none
+  std::string quotaYaml;                                     // quota: a queues.yaml document
+  std::string scorer;                                        // prioritize, place
   std::map<std::string, std::vector<std::string>> proposed;  // preempt: node -> ns/name victims
   std::vector<std::string> spared;                           // reclaim: ns/name not to evict
+  int maxMoves = 0;  // consolidate, consolidate-gang: ConsolidationOptions::maxMoves (0: default)
   Expect expect;
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -229,8 +230,37 @@ void runConsolidate(const Scenario& sc, const policy::ClusterSnapshot& snap, con
   policy::ConsolidationOptions options;
   options.now = sc.now;
   for (const auto& k : step.spared) options.spared.insert(uidOf(k));
+  if (step.maxMoves > 0) options.maxMoves = step.maxMoves;
   expectPlan(step.expect, policy::planConsolidation(snap, pod, options),
              policy::consolidationKindName, [](const policy::ConsolidationPlan& plan) {
+               std::vector<std::string> moves;
+               for (const auto& m : plan.moves) moves.push_back(m.pod->key() + ">" + m.to);
+               return moves;
+             });
+}
+
+// A waiting gang: node is the members' targets joined by ",", victims every member's movers.
+void runConsolidateGang(const Scenario& sc, const policy::ClusterSnapshot& snap,
+                        const policy::Pod& pod, const Step& step) {
+  policy::ConsolidationOptions options;
+  options.now = sc.now;
+  for (const auto& k : step.spared) options.spared.insert(uidOf(k));
+  if (step.maxMoves > 0) options.maxMoves = step.maxMoves;
+  const policy::GangConsolidationOutcome gang = policy::planGangConsolidation(snap, pod, options);
+  struct Merged {
+    policy::ConsolidationOutcome::Kind kind;
+    std::string reason;
+    std::optional<policy::ConsolidationPlan> plan;
+  } merged{gang.kind, gang.reason, std::nullopt};
+  if (!gang.plans.empty()) {
+    merged.plan.emplace();
+    for (const auto& p : gang.plans) {
+      merged.plan->node += (merged.plan->node.empty() ? "" : ",") + p.node;
+      merged.plan->moves.insert(merged.plan->moves.end(), p.moves.begin(), p.moves.end());
+    }
+  }
+  expectPlan(step.expect, merged, policy::consolidationKindName,
+             [](const policy::ConsolidationPlan& plan) {
                std::vector<std::string> moves;
                for (const auto& m : plan.moves) moves.push_back(m.pod->key() + ">" + m.to);
                return moves;
@@ -316,6 +346,8 @@ TEST_P(YamlScenario, Runs) {
       runReclaim(sc, *snap, pod, step);
     } else if (step.verb == "consolidate") {
       runConsolidate(sc, *snap, pod, step);
+    } else if (step.verb == "consolidate-gang") {
+      runConsolidateGang(sc, *snap, pod, step);
     } else if (step.verb == "gang") {
       runGang(*snap, pod, step.expect);
     } else if (step.verb == "shares") {
