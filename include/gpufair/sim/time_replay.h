@@ -12,17 +12,17 @@
 // A controller (reclaim, consolidation) can be run in the replay through `controller`: it is
 // called every `controllerPeriod` seconds of trace time (only while pods wait with
 // `controlWhileWaitingOnly`) with the cluster, may evict or move pods through it, and reports what
-// it did; the replay counts that and retries the waiting pods after it. `gpufair simulate --over-time` plugs in serve's own reclaim and
-// consolidation controllers (app/replay_controllers.h). With a controller every pod is a Job's:
-// Pod::controller is set (its template's uid), Pod::created is its arrival, and a share of the
-// pods (`movableShare`, by a hash of the name) is labelled gpufair.io/movable. An evicted pod
-// ends; its Job recreates it at once: a new pod (name "<name>-<k>", uid "<uid>~<k>") of the same
-// shape, labels, queue and controller, which waits in line like any arrival (behind the pods
-// already waiting) and runs, once started, its full trace duration again (the default: the work
-// since its start is lost) or, with `resumeRemaining`, what was left of it (it resumes from a
-// checkpoint). A pod holding a reservation (the waiting pod a controller made room for, or a
-// replacement steered to its planned node) is always offered on a retry, whatever failed before
-// it in that round.
+// it did; the replay counts that and retries the waiting pods after it. `gpufair simulate
+// --over-time` plugs in serve's own reclaim and consolidation controllers
+// (app/replay_controllers.h). With a controller every pod is a Job's: Pod::controller is set (its
+// template's uid), Pod::created is its arrival, and a share of the pods (`movableShare`, by a hash
+// of the name) is labelled gpufair.io/movable. An evicted pod ends; its Job recreates it at once: a
+// new pod (name "<name>-<k>", uid "<uid>~<k>") of the same shape, labels, queue and controller,
+// which waits in line like any arrival (behind the pods already waiting) and runs, once started,
+// its full trace duration again (the default: the work since its start is lost) or, with
+// `resumeRemaining`, what was left of it (it resumes from a checkpoint). A pod holding a
+// reservation (the waiting pod a controller made room for, or a replacement steered to its planned
+// node) is always offered on a retry, whatever failed before it in that round.
 //
 // `arrivalSpeedup` compresses the arrivals (durations unchanged) to load the cluster.
 //
