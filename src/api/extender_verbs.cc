@@ -152,7 +152,7 @@ void ExtenderService::narrow(const policy::ClusterSnapshot& snapshot, const poli
   const std::size_t keep = filterMode_.keep;
   if (keep == 0 || result.feasible.size() <= keep) return;
   const std::vector<std::size_t> order =
-      policy::rankCandidates(snapshot, pod, result.feasible, scorer_);
+      policy::rankCandidates(snapshot, pod, result.feasible, scorer_, keep);
   std::vector<bool> kept(result.feasible.size(), false);
   for (std::size_t i = 0; i < keep && i < order.size(); ++i) kept[order[i]] = true;
   // The nodes left out are not FailedNodes: a node is feasible, so kube-scheduler never reads

@@ -104,25 +104,29 @@ std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& po
 
 std::vector<std::size_t> rankCandidates(const ClusterSnapshot& snapshot, const Pod& pod,
                                         std::span<const std::string_view> candidates,
-                                        const Scorer& scorer) {
+                                        const Scorer& scorer, std::size_t limit) {
   const FittingScores fitting = scoreFitting(snapshot, pod, candidates, scorer);
   std::vector<std::size_t> order(fitting.where.size());
   for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
   auto reserved = [&](std::size_t j) {
     return fitting.holds && fitting.nodes[j]->reservedFor(pod) > 0;
   };
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (reserved(a) != reserved(b)) return reserved(a);
-    return fitting.raw[a] > fitting.raw[b];
-  });
+  // A stable sort's order: ties by position. Only the first `limit` are sorted.
+  const std::size_t sorted = std::min(limit, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(),
+                    [&](std::size_t a, std::size_t b) {
+                      if (reserved(a) != reserved(b)) return reserved(a);
+                      if (fitting.raw[a] != fitting.raw[b]) return fitting.raw[a] > fitting.raw[b];
+                      return a < b;
+                    });
   std::vector<std::size_t> ranked;
-  ranked.reserve(candidates.size());
+  ranked.reserve(std::min(limit, candidates.size()));
   std::vector<bool> seen(candidates.size(), false);
-  for (std::size_t j : order) {
-    ranked.push_back(fitting.where[j]);
-    seen[fitting.where[j]] = true;
+  for (std::size_t k = 0; k < sorted; ++k) {
+    ranked.push_back(fitting.where[order[k]]);
+    seen[fitting.where[order[k]]] = true;
   }
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
+  for (std::size_t i = 0; i < candidates.size() && ranked.size() < limit; ++i) {
     if (!seen[i]) ranked.push_back(i);
   }
   return ranked;

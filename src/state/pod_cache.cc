@@ -83,9 +83,9 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
   if (!pod->nodeName.empty()) podsOnNode_[pod->nodeName].insert(key);
   if (pod->inGang()) gangMembers_[pod->gangKey()].insert(key);
   if (isPendingDemand(*pod) && (apiKnown || offeredIsDemand_)) {
-    pendingSet_[key] = pod;
+    setPending(key, pod);
   } else {
-    pendingSet_.erase(key);
+    erasePending(key);
   }
   if (assumed != wasAssumed) {
     if (assumed) {
@@ -107,7 +107,7 @@ void PodCache::remove(std::string_view uid) {
   if (it == pods_.end()) return;
   const std::string& key = it->first;
   unindex(key, *it->second.pod, nullptr);
-  pendingSet_.erase(key);
+  erasePending(key);
   if (it->second.assumed) {
     assumed_.erase(key);
     dirty_.provisional();
@@ -184,7 +184,10 @@ void PodCache::requeue(const QuotaConfig& quota) {
     auto copy = std::make_shared<policy::Pod>(*entry.pod);
     copy->queue = std::move(queue);
     entry.pod = std::move(copy);
-    if (auto p = pendingSet_.find(uid); p != pendingSet_.end()) p->second = entry.pod;
+    auto p = std::lower_bound(pendingKeys_.begin(), pendingKeys_.end(), uid);
+    if (p != pendingKeys_.end() && *p == uid) {
+      pendingForWrite()[static_cast<std::size_t>(p - pendingKeys_.begin())] = entry.pod;
+    }
   }
   dirty_.all();
 }
@@ -241,10 +244,41 @@ std::vector<policy::PodPtr> PodCache::podsOn(std::string_view node) const {
 }
 
 std::vector<policy::PodPtr> PodCache::pending() const {
-  std::vector<policy::PodPtr> out;
-  out.reserve(pendingSet_.size());
-  for (const auto& [uid, pod] : pendingSet_) out.push_back(pod);
-  return out;
+  return *pendingPods_;
+}
+
+std::shared_ptr<const std::vector<policy::PodPtr>> PodCache::pendingList() const {
+  pendingShared_ = true;
+  return pendingPods_;
+}
+
+std::vector<policy::PodPtr>& PodCache::pendingForWrite() {
+  if (pendingShared_) {
+    pendingPods_ = std::make_shared<std::vector<policy::PodPtr>>(*pendingPods_);
+    pendingShared_ = false;
+  }
+  return *pendingPods_;
+}
+
+void PodCache::setPending(const std::string& key, const policy::PodPtr& pod) {
+  auto at = std::lower_bound(pendingKeys_.begin(), pendingKeys_.end(), key);
+  const auto i = static_cast<std::size_t>(at - pendingKeys_.begin());
+  if (at != pendingKeys_.end() && *at == key) {
+    if ((*pendingPods_)[i] != pod) pendingForWrite()[i] = pod;
+    return;
+  }
+  std::vector<policy::PodPtr>& pods = pendingForWrite();
+  pendingKeys_.insert(at, key);
+  pods.insert(pods.begin() + static_cast<std::ptrdiff_t>(i), pod);
+}
+
+void PodCache::erasePending(const std::string& key) {
+  auto at = std::lower_bound(pendingKeys_.begin(), pendingKeys_.end(), key);
+  if (at == pendingKeys_.end() || *at != key) return;
+  const auto i = static_cast<std::ptrdiff_t>(at - pendingKeys_.begin());
+  pendingKeys_.erase(at);
+  std::vector<policy::PodPtr>& pods = pendingForWrite();
+  pods.erase(pods.begin() + i);
 }
 
 PodCache::GangCount PodCache::gangCount(const std::string& gangKey) const {

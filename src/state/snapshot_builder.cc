@@ -1,6 +1,7 @@
 #include "gpufair/state/snapshot_builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace gpufair::state {
@@ -41,6 +42,47 @@ void SnapshotBuilder::setWorkload(policy::WorkloadPtr workload) {
   workloadDirty_ = true;
 }
 
+namespace {
+
+// Total-variation distance between two workloads (shapes sorted, weights summing to 1): half the
+// sum of |p - q| over the shapes of either.
+double distance(const policy::Workload& a, const policy::Workload& b) {
+  const auto x = a.shapes();
+  const auto y = b.shapes();
+  double sum = 0;
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < x.size() || j < y.size()) {
+    if (j == y.size() || (i < x.size() && x[i].shape < y[j].shape)) {
+      sum += x[i++].weight;
+    } else if (i == x.size() || y[j].shape < x[i].shape) {
+      sum += y[j++].weight;
+    } else {
+      sum += std::abs(x[i++].weight - y[j++].weight);
+    }
+  }
+  return sum / 2;
+}
+
+}  // namespace
+
+void SnapshotBuilder::publishWorkload() {
+  workloadDirty_ = false;
+  if (fixedWorkload_) {
+    publishedWorkload_ = fixedWorkload_;
+    publishedLearned_ = false;
+    return;
+  }
+  auto next = std::make_shared<const policy::Workload>(learned_.distribution());
+  // An empty workload is always replaced: no target at all is not a small difference.
+  if (publishedWorkload_ && publishedLearned_ && !publishedWorkload_->empty() &&
+      distance(*publishedWorkload_, *next) <= options_.workloadRepublishDistance) {
+    return;
+  }
+  publishedWorkload_ = std::move(next);
+  publishedLearned_ = true;
+}
+
 bool SnapshotBuilder::isCurrent(const policy::SnapshotPtr& snapshot) const {
   return clean() && snapshot == current_;
 }
@@ -62,6 +104,7 @@ bool SnapshotBuilder::buildNode(
                                                          generation_, std::move(held));
   if (at != builtIndex_.end()) {
     built_[at->second] = std::move(state);
+    changed_.push_back(at->second);
     return true;
   }
   builtIndex_.emplace(name, built_.size());
@@ -82,14 +125,14 @@ policy::SnapshotPtr SnapshotBuilder::build(const PodCache& pods,
                                            const ReservationBook& reservations,
                                            const QuotaConfig& quota) {
   if (clean()) return current_;
-  ++generation_;
   if (workloadDirty_ || !publishedWorkload_) {
-    publishedWorkload_ = fixedWorkload_
-                             ? fixedWorkload_
-                             : std::make_shared<const policy::Workload>(learned_.distribution());
-    workloadDirty_ = false;
+    const policy::WorkloadPtr was = publishedWorkload_;
+    publishWorkload();
+    if (current_ != nullptr && dirty_.empty() && publishedWorkload_ == was) return current_;
   }
+  ++generation_;
   auto reserved = reservations.byNode();
+  changed_.clear();
   bool inPlace = true;
   if (dirty_.hasAll()) {
     built_.clear();
@@ -100,16 +143,17 @@ policy::SnapshotPtr SnapshotBuilder::build(const PodCache& pods,
     for (const auto& name : dirty_.nodes()) inPlace = buildNode(name, pods, reserved) && inPlace;
   }
   if (!inPlace) reindex();
-  if (dirty_.hasPending()) builtPending_ = pods.pending();
+  if (dirty_.hasPending() || !builtPending_) builtPending_ = pods.pendingList();
   if (dirty_.hasProvisional() || !builtProvisional_) {
     builtProvisional_ = std::make_shared<const std::vector<std::string>>(pods.assumedUids());
   }
   dirty_.clear();
-  std::vector<policy::NodeStatePtr> nodes = built_;
   policy::SnapshotOptions published{options_.fit, publishedWorkload_, options_.seed};
   published.provisional = builtProvisional_;
-  current_ = std::make_shared<const policy::ClusterSnapshot>(std::move(nodes), builtPending_, quota,
-                                                             generation_, std::move(published));
+  // Same node names in the same order as the last snapshot: it shares what did not change.
+  const policy::ClusterSnapshot* previous = inPlace ? current_.get() : nullptr;
+  current_ = std::make_shared<const policy::ClusterSnapshot>(
+      previous, built_, changed_, builtPending_, quota, generation_, std::move(published));
   return current_;
 }
 

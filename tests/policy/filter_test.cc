@@ -84,5 +84,35 @@ TEST(Prioritize, PodWithoutGpusGetsNeutralScores) {
   }
 }
 
+// best and top-N take the first few of rankCandidates: a limit gives exactly that prefix (ties in
+// the caller's order, reserved nodes first, unfit nodes last), whatever the limit.
+TEST(RankCandidates, ALimitGivesThePrefixOfTheFullOrder) {
+  std::vector<Node> nodes;
+  std::vector<Pod> pods;
+  for (int i = 0; i < 12; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    nodes.push_back(MakeNode(name).gpus(8));
+    pods.push_back(MakePod("team-a", "a" + std::to_string(i)).gpus(i % 4 * 2).on(name));
+  }
+  Reservation held{"n7", testing::gpus(2), "uid-team-b-p", "team-b", "reclaim", ""};
+  auto snap = testing::snapshotOf(nodes, pods, {MakeQueue("team-a").deserved(64)}, {}, {held});
+  std::vector<std::string_view> candidates = {"n3", "n0", "ghost", "n7", "n4", "n1", "n11",
+                                              "n8", "n2", "n5",    "n6", "n9", "n10"};
+  for (const char* strategy : {"fgdm", "binpack", "spread"}) {
+    SCOPED_TRACE(strategy);
+    auto scorer = makeScorer(strategy);
+    for (const Pod& pod : {testing::resolved(*snap, MakePod("team-b", "p").gpus(2)),
+                           testing::resolved(*snap, MakePod("team-a", "q").gpus(3))}) {
+      const auto full = rankCandidates(*snap, pod, candidates, *scorer);
+      ASSERT_EQ(full.size(), candidates.size());
+      for (std::size_t limit = 0; limit <= candidates.size() + 1; ++limit) {
+        const auto prefix = rankCandidates(*snap, pod, candidates, *scorer, limit);
+        const std::size_t n = std::min(limit, full.size());
+        EXPECT_EQ(prefix, std::vector<std::size_t>(full.begin(), full.begin() + n)) << limit;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpufair::policy

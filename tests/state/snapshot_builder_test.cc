@@ -32,7 +32,7 @@ class SnapshotBuilderTest : public ::testing::Test {
   }
 
   QuotaConfig quota_;
-  SnapshotBuilder builder_{SnapshotBuilderOptions{{}, 7, 0.999}};
+  SnapshotBuilder builder_{SnapshotBuilderOptions{{}, 7, 0.999, kWorkloadRepublishDistance}};
   PodCache cache_{builder_.dirty()};
   ReservationBook book_{builder_.dirty()};
   Timestamp now_ = testing::ManualClock().now();
@@ -145,6 +145,64 @@ TEST_F(SnapshotBuilderTest, TheWorkloadIsLearnedUnlessFixed) {
   EXPECT_EQ(build()->workload(), fixed);
   builder_.setWorkload(nullptr);
   EXPECT_EQ(build()->workload()->shapes().size(), 2u);  // learning went on meanwhile
+}
+
+// A build after a change shares with the last snapshot what the change left alone, and readers of
+// an earlier snapshot never see a later change.
+TEST_F(SnapshotBuilderTest, LaterBuildsShareUnchangedPartsAndNeverTouchEarlierSnapshots) {
+  cache_.notePending(MakePod("team-a", "w").gpus(2), now_, quota_);
+  bind("p", "n1", 1);
+  const auto first = build();
+  bind("q", "n2", 3);  // a node changes, pending does not
+  const auto second = build();
+  EXPECT_TRUE(second->sharesNodeIndexWith(*first));
+  EXPECT_EQ(second->pending().data(), first->pending().data());
+  EXPECT_EQ(second->findQueue("team-a")->allocated, gpus(4));
+  cache_.notePending(MakePod("team-a", "v").gpus(1), now_, quota_);  // pending changes
+  const auto third = build();
+  EXPECT_TRUE(third->sharesNodeIndexWith(*second));
+  EXPECT_NE(third->pending().data(), second->pending().data());
+  EXPECT_EQ(third->findQueue("team-a")->pending, gpus(3));
+  builder_.upsertNode(MakeNode("n4").gpus(4));  // a new node: a new index
+  const auto fourth = build();
+  EXPECT_FALSE(fourth->sharesNodeIndexWith(*third));
+  EXPECT_EQ(fourth->capacity(), gpus(16));
+  // Every earlier snapshot still says what it said when built.
+  EXPECT_EQ(first->pending().size(), 1u);
+  EXPECT_EQ(first->findQueue("team-a")->allocated, gpus(1));
+  EXPECT_EQ(first->findNode("n2")->used(), 0);
+  EXPECT_EQ(second->pending().size(), 1u);
+  EXPECT_EQ(second->findQueue("team-a")->pending, gpus(2));
+  EXPECT_EQ(third->findNode("n4"), nullptr);
+  EXPECT_EQ(third->capacity(), gpus(12));
+}
+
+// The learned workload is published again only once it moved more than workloadRepublishDistance
+// (total variation) from the published one, so node fragmentation caches survive small moves.
+TEST_F(SnapshotBuilderTest, TheLearnedWorkloadIsRepublishedOnlyWhenItMoved) {
+  for (int i = 0; i < 100; ++i) builder_.observe(MakePod("team-a", "a").gpus(1));
+  const auto first = build();
+  ASSERT_EQ(first->workload()->shapes().size(), 1u);  // an empty one is always replaced
+  builder_.observe(MakePod("team-a", "b").gpus(2));   // moves it by ~1/96 <= 0.02
+  EXPECT_EQ(build(), first) << "nothing else changed: the same snapshot";
+  bind("p", "n1", 1);
+  const auto second = build();
+  EXPECT_NE(second, first);
+  EXPECT_EQ(second->workload(), first->workload());
+  builder_.observe(MakePod("team-a", "b").gpus(2));  // now ~3/98 from the published one
+  builder_.observe(MakePod("team-a", "b").gpus(2));
+  const auto third = build();
+  ASSERT_NE(third->workload(), first->workload());
+  EXPECT_EQ(third->workload()->shapes().size(), 2u);
+
+  // Distance 0: every new pod publishes (the behaviour before).
+  SnapshotBuilder eager(SnapshotBuilderOptions{{}, 7, 0.999, 0.0});
+  PodCache cache{eager.dirty()};
+  ReservationBook book{eager.dirty()};
+  for (int i = 0; i < 100; ++i) eager.observe(MakePod("team-a", "a").gpus(1));
+  const auto before = eager.build(cache, book, quota_);
+  eager.observe(MakePod("team-a", "b").gpus(2));
+  EXPECT_NE(eager.build(cache, book, quota_)->workload(), before->workload());
 }
 
 }  // namespace

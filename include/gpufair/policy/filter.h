@@ -49,9 +49,11 @@ std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& po
                                   const Scorer& scorer);
 // The candidates' indexes in placement order, as prioritize ranks them but by the scorer's exact
 // scores rather than 0..10: the holder's reserved nodes first, then the best score; ties, and the
-// nodes the pod does not fit on (last), in the caller's order.
+// nodes the pod does not fit on (last), in the caller's order. With `limit`, only the first
+// `limit` of that order (the same ones, found by a partial sort: what best/top-N answers need).
 std::vector<std::size_t> rankCandidates(const ClusterSnapshot& snapshot, const Pod& pod,
                                         std::span<const std::string_view> candidates,
-                                        const Scorer& scorer);
+                                        const Scorer& scorer,
+                                        std::size_t limit = static_cast<std::size_t>(-1));
 
 }  // namespace gpufair::policy

@@ -209,26 +209,41 @@ class ClusterSnapshot {
                   std::uint64_t generation);
   ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending, QuotaConfig quota,
                   std::uint64_t generation, SnapshotOptions options);
+  // The next snapshot after `previous`, sharing what did not change (what the state layer's
+  // builder publishes after each change). `nodes` holds the same node names in the same (sorted)
+  // order as previous->nodes(); only those at the indices `changed` differ. The name index, the
+  // reservation list and the gangs' placed part are then shared with `previous` (unless a changed
+  // node holds or held reservations or gang members), and the totals and queue usage are updated
+  // from the changed nodes: O(changed x log nodes + queues) plus one copy of the node pointers
+  // and free-GPU list (plain copies, no hashing, sorting or string work). `pending` is shared as
+  // is (null: none); when it is previous's list its queue and gang sums are reused, otherwise
+  // they are summed again (O(pending)). previous == nullptr, or nodes that do not match it (other
+  // names or count, out-of-range indices), build everything as the constructor above does; the
+  // result is the same either way. `previous` is only read during construction.
+  ClusterSnapshot(const ClusterSnapshot* previous, std::vector<NodeStatePtr> nodes,
+                  std::span<const std::size_t> changed,
+                  std::shared_ptr<const std::vector<PodPtr>> pending, QuotaConfig quota,
+                  std::uint64_t generation, SnapshotOptions options);
 
   std::uint64_t generation() const { return generation_; }
   std::span<const NodeStatePtr> nodes() const { return nodes_; }
   const NodeState* findNode(std::string_view name) const;
   // The node's index in nodes(); -1 when there is no such node.
   std::ptrdiff_t nodeIndex(std::string_view name) const;
-  std::span<const PodPtr> pending() const { return pending_; }
+  std::span<const PodPtr> pending() const { return *pending_; }
   const QuotaConfig& quotaConfig() const { return quota_; }
   std::span<const QueueState> queues() const { return queues_; }  // configured queues, then default
   const QueueState* findQueue(std::string_view name) const;
 
   // Every reservation, by node name then holder.
-  std::span<const Reservation> reservations() const { return reservations_; }
+  std::span<const Reservation> reservations() const { return *reservations_; }
   // GPUs reserved for `queue` by holders other than `pod` (what admission charges the queue
   // beyond its allocation).
   MilliGpu reservedInQueue(std::string_view queue, const Pod& pod) const;
   // GPUs reserved for `pod` (as a pod or as a member of its gang) over all nodes.
   MilliGpu reservedFor(const Pod& pod) const;
   // Gangs with a member placed, pending or a reservation, sorted by key.
-  std::span<const GangState> gangs() const { return gangs_; }
+  std::span<const GangState> gangs() const { return *gangs_; }
   const GangState* findGang(std::string_view key) const;
 
   MilliGpu capacity() const { return capacity_; }    // allocatable over nodes that take new pods
@@ -237,6 +252,10 @@ class ClusterSnapshot {
   MilliGpu largestFreeBlock() const { return frees_.empty() ? 0 : frees_.back(); }
   // How many nodes that take new pods have at least `gpus` free.
   int nodesWithFree(MilliGpu gpus) const;
+
+  // Whether this snapshot and `other` share one node-name index (built once, see the
+  // constructor from a previous snapshot). For tests and diagnostics.
+  bool sharesNodeIndexWith(const ClusterSnapshot& other) const { return index_ == other.index_; }
 
   const SnapshotOptions& options() const { return options_; }
   const FitOptions& fitOptions() const { return options_.fit; }
@@ -253,23 +272,47 @@ class ClusterSnapshot {
   std::int64_t maxNodeMemory() const { return maxNodeMemory_; }
 
  private:
-  void indexGangsAndReservations();
-
-  std::vector<NodeStatePtr> nodes_;
-  // Name lookup: open addressing over contiguous slots (index + 1, 0 empty) with a hash tag, and
-  // names copied side by side, so a lookup touches two cache lines instead of chasing a hash map's
-  // nodes (the webhooks look up thousands of names per request).
+  // Node names -> index: open addressing over contiguous slots (index + 1, 0 empty) with a hash
+  // tag, and names copied side by side, so a lookup touches two cache lines instead of chasing a
+  // hash map's nodes (the webhooks look up thousands of names per request). Shared between
+  // snapshots with the same node names.
   struct Slot {
     std::uint32_t index1 = 0;
     std::uint32_t tag = 0;
   };
-  std::vector<Slot> slots_;
-  std::vector<std::string> names_;
-  std::vector<PodPtr> pending_;
+  struct NodeIndex {
+    std::vector<Slot> slots;
+    std::vector<std::string> names;
+  };
+  // A queue's own usage (before the tree sums): from nodes, and from pending pods.
+  struct QueueOwn {
+    MilliGpu allocated = 0;
+    MilliGpu overQuota = 0;
+    int runningPods = 0;
+    MilliGpu pending = 0;
+    int pendingPods = 0;
+  };
+  // The construction's steps (snapshot_build.cc); with `previous` null they build from scratch.
+  // indexReservations returns whether the reservation list is previous's.
+  void indexNodes();
+  void updateNodes(const ClusterSnapshot& previous, std::span<const std::size_t> changed);
+  void addTotals(const NodeState& n);
+  bool indexReservations(const ClusterSnapshot* previous, std::span<const std::size_t> changed);
+  void sumQueues(const ClusterSnapshot* previous, std::span<const std::size_t> changed);
+  void sumOwnNodeUse(const ClusterSnapshot* previous, std::span<const std::size_t> changed,
+                     const std::function<QueueOwn*(const std::string&)>& queueOf);
+  void indexGangs(const ClusterSnapshot* previous, std::span<const std::size_t> changed,
+                  bool reservationsShared);
+
+  std::vector<NodeStatePtr> nodes_;
+  std::shared_ptr<const NodeIndex> index_;
+  std::shared_ptr<const std::vector<PodPtr>> pending_;  // never null
   QuotaConfig quota_;
   std::vector<QueueState> queues_;
-  std::vector<Reservation> reservations_;
-  std::vector<GangState> gangs_;
+  std::vector<QueueOwn> own_;                                     // same order as queues_
+  std::shared_ptr<const std::vector<Reservation>> reservations_;  // never null
+  std::shared_ptr<const std::vector<GangState>> nodeGangs_;  // gangs as nodes see them; never null
+  std::shared_ptr<const std::vector<GangState>> gangs_;      // with pending members; never null
   std::uint64_t generation_;
   MilliGpu capacity_ = 0;
   MilliGpu allocated_ = 0;

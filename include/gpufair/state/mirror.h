@@ -54,6 +54,9 @@ struct MirrorOptions {
   // The target workload (fgd) is learned from the GPU pods the mirror sees pending: each new pod
   // is one step of decay (policy::WorkloadModel). setWorkload() fixes it instead.
   double workloadDecay = 0.999;
+  // How far the learned workload moves before snapshots publish it again (see
+  // SnapshotBuilderOptions::workloadRepublishDistance).
+  double workloadRepublishDistance = kWorkloadRepublishDistance;
   // How long a gang's reservations wait for all its members to be placed.
   std::chrono::seconds gangTimeout{5 * 60};
   // Whether a pod only offered by kube-scheduler (never seen from the API server or the cluster

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -107,6 +108,9 @@ class PodCache {
   std::vector<policy::PodPtr> podsOn(std::string_view node) const;
   // Unbound pods that want GPUs and are not finished or terminating, by uid.
   std::vector<policy::PodPtr> pending() const;
+  // The same list, shared: it never changes after this call (the cache copies it before its next
+  // change, once), so snapshots publish it without copying while nothing pending changed.
+  std::shared_ptr<const std::vector<policy::PodPtr>> pendingList() const;
   // Uids of assumed pods, sorted.
   std::vector<std::string> assumedUids() const { return {assumed_.begin(), assumed_.end()}; }
   GangCount gangCount(const std::string& gangKey) const;
@@ -125,7 +129,14 @@ class PodCache {
   DirtySet& dirty_;
   std::unordered_map<std::string, Entry> pods_;  // by uid
   std::unordered_map<std::string, std::set<std::string>> podsOnNode_;
-  std::map<std::string, policy::PodPtr> pendingSet_;  // by uid
+  // Pending demand: keys sorted, and the pods in the same order (copy-on-write once handed out).
+  void setPending(const std::string& key, const policy::PodPtr& pod);
+  void erasePending(const std::string& key);
+  std::vector<policy::PodPtr>& pendingForWrite();
+  std::vector<std::string> pendingKeys_;
+  std::shared_ptr<std::vector<policy::PodPtr>> pendingPods_ =
+      std::make_shared<std::vector<policy::PodPtr>>();
+  mutable bool pendingShared_ = false;
   bool offeredIsDemand_ = true;
   std::unordered_map<std::string, std::set<std::string>> gangMembers_;  // by Pod::gangKey
   std::set<std::string> assumed_;

@@ -2,7 +2,9 @@
 // immutable snapshots, as kube-scheduler's cache updates its snapshot:
 //
 //   changes mark the DirtySet --build()--> NodeStates rebuilt only for dirty nodes (new
-//   generation), every other NodeState shared with the previous snapshot --> new snapshot
+//   generation), every other NodeState shared with the previous snapshot --> new snapshot, which
+//   also shares the previous one's name index, reservation and gang tables and pending list when
+//   they did not change, and updates its totals from the changed nodes only (snapshot.h)
 //   nothing dirty --build()--> the previous snapshot itself (same pointer)
 //
 // Each build that changes anything gets the next generation; a rebuilt NodeState carries it. The
@@ -31,10 +33,21 @@
 
 namespace gpufair::state {
 
+inline constexpr double kWorkloadRepublishDistance = 0.02;
+
 struct SnapshotBuilderOptions {
   policy::FitOptions fit{};
   std::uint64_t seed = 0;
   double workloadDecay = 0.999;  // one step of decay per newly observed GPU pod
+  // The learned workload is published again only once it has moved from the one published by
+  // more than this total-variation distance (half the sum of |p - q| over the shapes, 0..1; a
+  // published empty workload is always replaced). A new workload makes every node's cached
+  // fragmentation stale, so publishing one per new pod made the next /filter compute F_n afresh
+  // on every node; a node's F_n (sum of p_m f_m over shapes, 0 <= f_m <= its GPUs) is off by at
+  // most 2 x distance x its GPUs from the one against the learned workload. One new pod moves
+  // the workload by about 1 / the model's total weight (0.001 once 0.999's decay is at steady
+  // state): a republish every 20-odd new pods of new shapes. 0: publish every change (as before).
+  double workloadRepublishDistance = kWorkloadRepublishDistance;
 };
 
 class SnapshotBuilder {
@@ -73,6 +86,8 @@ class SnapshotBuilder {
                  std::unordered_map<std::string, std::vector<policy::Reservation>>& reserved);
   // Drops removed nodes from built_, sorts it by name and indexes it again.
   void reindex();
+  // Publishes the fixed workload, or the learned one if it moved (workloadRepublishDistance).
+  void publishWorkload();
 
   SnapshotBuilderOptions options_;
   DirtySet dirty_;
@@ -83,12 +98,14 @@ class SnapshotBuilder {
   // over a tree of every node.
   std::vector<policy::NodeStatePtr> built_;
   std::unordered_map<std::string, std::size_t> builtIndex_;
-  std::vector<policy::PodPtr> builtPending_;
+  std::vector<std::size_t> changed_;  // positions in built_ replaced by this build
+  std::shared_ptr<const std::vector<policy::PodPtr>> builtPending_;
   std::shared_ptr<const std::vector<std::string>> builtProvisional_;
   policy::SnapshotPtr current_;
   policy::WorkloadModel learned_;
   policy::WorkloadPtr fixedWorkload_;
   policy::WorkloadPtr publishedWorkload_;
+  bool publishedLearned_ = false;  // publishedWorkload_ is a distribution of learned_
   bool workloadDirty_ = false;
 };
 

@@ -1,0 +1,343 @@
+// ClusterSnapshot's construction: everything from the nodes and pending pods, or the next snapshot
+// from the previous one and the nodes that changed (sharing the rest; see snapshot.h).
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "gpufair/policy/fair_share.h"
+#include "gpufair/policy/snapshot.h"
+
+namespace gpufair::policy {
+namespace {
+
+bool sameSpec(const Node& a, const Node& b) {
+  return a.takesNewPods() == b.takesNewPods() && a.allocatable == b.allocatable &&
+         a.cpuMilli == b.cpuMilli && a.memoryBytes == b.memoryBytes;
+}
+
+// Whether `nodes` can be built from `previous` by the indices `changed`: same names, same order.
+bool matches(const ClusterSnapshot& previous, std::span<const NodeStatePtr> nodes,
+             std::span<const std::size_t> changed) {
+  if (previous.nodes().size() != nodes.size()) return false;
+  return std::all_of(changed.begin(), changed.end(), [&](std::size_t i) {
+    return i < nodes.size() && nodes[i] != nullptr &&
+           nodes[i]->name() == previous.nodes()[i]->name();
+  });
+}
+
+bool holdsReservations(const NodeState& n) {
+  return !n.reservations().empty();
+}
+bool holdsGangs(const NodeState& n) {
+  return !n.gangs().empty();
+}
+
+}  // namespace
+
+ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending,
+                                 QuotaConfig quota, std::uint64_t generation)
+    : ClusterSnapshot(std::move(nodes), std::move(pending), std::move(quota), generation, {}) {}
+
+ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending,
+                                 QuotaConfig quota, std::uint64_t generation,
+                                 SnapshotOptions options)
+    : ClusterSnapshot(nullptr, std::move(nodes), {},
+                      std::make_shared<const std::vector<PodPtr>>(std::move(pending)),
+                      std::move(quota), generation, std::move(options)) {}
+
+ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot* previous, std::vector<NodeStatePtr> nodes,
+                                 std::span<const std::size_t> changed,
+                                 std::shared_ptr<const std::vector<PodPtr>> pending,
+                                 QuotaConfig quota, std::uint64_t generation,
+                                 SnapshotOptions options)
+    : nodes_(std::move(nodes)),
+      pending_(pending ? std::move(pending) : std::make_shared<const std::vector<PodPtr>>()),
+      quota_(std::move(quota)),
+      generation_(generation),
+      options_(std::move(options)) {
+  std::vector<std::size_t> distinct(changed.begin(), changed.end());
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (previous != nullptr && !matches(*previous, nodes_, distinct)) previous = nullptr;
+  if (previous == nullptr) {
+    distinct.clear();
+    indexNodes();
+  } else {
+    updateNodes(*previous, distinct);
+  }
+  const bool reservationsShared = indexReservations(previous, distinct);
+  sumQueues(previous, distinct);
+  indexGangs(previous, distinct, reservationsShared);
+}
+
+void ClusterSnapshot::addTotals(const NodeState& n) {
+  allocated_ += n.used();
+  if (!n.node().takesNewPods()) return;
+  capacity_ += n.allocatable();
+  free_ += n.free();
+  maxNodeGpus_ = std::max(maxNodeGpus_, n.allocatable());
+  maxNodeCpu_ = std::max(maxNodeCpu_, n.node().cpuMilli);
+  maxNodeMemory_ = std::max(maxNodeMemory_, n.node().memoryBytes);
+}
+
+void ClusterSnapshot::indexNodes() {
+  auto byName = [](const NodeStatePtr& a, const NodeStatePtr& b) { return a->name() < b->name(); };
+  if (!std::is_sorted(nodes_.begin(), nodes_.end(), byName)) {
+    std::sort(nodes_.begin(), nodes_.end(), byName);
+  }
+  auto index = std::make_shared<NodeIndex>();
+  std::size_t slotCount = 8;
+  while (slotCount < nodes_.size() * 2) slotCount *= 2;
+  index->slots.assign(slotCount, Slot{});
+  index->names.reserve(nodes_.size());
+  frees_.reserve(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const NodeState& n = *nodes_[i];
+    index->names.push_back(n.name());
+    const std::size_t h = std::hash<std::string_view>{}(n.name());
+    for (std::size_t at = h & (slotCount - 1);; at = (at + 1) & (slotCount - 1)) {
+      if (index->slots[at].index1 == 0) {
+        index->slots[at] = {static_cast<std::uint32_t>(i + 1), static_cast<std::uint32_t>(h >> 32)};
+        break;
+      }
+    }
+    addTotals(n);
+    if (n.node().takesNewPods()) frees_.push_back(n.free());
+  }
+  std::sort(frees_.begin(), frees_.end());
+  index_ = std::move(index);
+}
+
+void ClusterSnapshot::updateNodes(const ClusterSnapshot& previous,
+                                  std::span<const std::size_t> changed) {
+  index_ = previous.index_;
+  capacity_ = previous.capacity_;
+  allocated_ = previous.allocated_;
+  free_ = previous.free_;
+  frees_ = previous.frees_;
+  maxNodeGpus_ = previous.maxNodeGpus_;
+  maxNodeCpu_ = previous.maxNodeCpu_;
+  maxNodeMemory_ = previous.maxNodeMemory_;
+  bool specChanged = false;
+  for (std::size_t i : changed) {
+    const NodeState& was = *previous.nodes_[i];
+    const NodeState& now = *nodes_[i];
+    allocated_ += now.used() - was.used();
+    if (was.node().takesNewPods()) {
+      capacity_ -= was.allocatable();
+      free_ -= was.free();
+      frees_.erase(std::lower_bound(frees_.begin(), frees_.end(), was.free()));
+    }
+    if (now.node().takesNewPods()) {
+      capacity_ += now.allocatable();
+      free_ += now.free();
+      frees_.insert(std::upper_bound(frees_.begin(), frees_.end(), now.free()), now.free());
+    }
+    specChanged = specChanged || !sameSpec(was.node(), now.node());
+  }
+  if (!specChanged) return;
+  // A node's size changed: the largest sizes are found again over every node.
+  maxNodeGpus_ = 0;
+  maxNodeCpu_ = 0;
+  maxNodeMemory_ = 0;
+  for (const auto& n : nodes_) {
+    if (!n->node().takesNewPods()) continue;
+    maxNodeGpus_ = std::max(maxNodeGpus_, n->allocatable());
+    maxNodeCpu_ = std::max(maxNodeCpu_, n->node().cpuMilli);
+    maxNodeMemory_ = std::max(maxNodeMemory_, n->node().memoryBytes);
+  }
+}
+
+bool ClusterSnapshot::indexReservations(const ClusterSnapshot* previous,
+                                        std::span<const std::size_t> changed) {
+  if (previous != nullptr && std::none_of(changed.begin(), changed.end(), [&](std::size_t i) {
+        return holdsReservations(*previous->nodes_[i]) || holdsReservations(*nodes_[i]);
+      })) {
+    reservations_ = previous->reservations_;
+    return true;
+  }
+  auto all = std::make_shared<std::vector<Reservation>>();
+  for (const auto& node : nodes_) {
+    for (const auto& r : node->reservations()) all->push_back(r);
+  }
+  reservations_ = std::move(all);
+  return false;
+}
+
+void ClusterSnapshot::sumOwnNodeUse(const ClusterSnapshot* previous,
+                                    std::span<const std::size_t> changed,
+                                    const std::function<QueueOwn*(const std::string&)>& queueOf) {
+  auto add = [&](const NodeState& n, int sign) {
+    for (const auto& use : n.byQueue()) {
+      if (QueueOwn* q = queueOf(use.queue)) {
+        q->allocated += sign * use.allocated;
+        q->overQuota += sign * use.overQuota;
+        q->runningPods += sign * use.pods;
+      }
+    }
+  };
+  if (previous == nullptr) {
+    for (const auto& node : nodes_) add(*node, 1);
+    return;
+  }
+  for (std::size_t q = 0; q < own_.size(); ++q) {
+    own_[q].allocated = previous->own_[q].allocated;
+    own_[q].overQuota = previous->own_[q].overQuota;
+    own_[q].runningPods = previous->own_[q].runningPods;
+  }
+  for (std::size_t i : changed) {
+    add(*previous->nodes_[i], -1);
+    add(*nodes_[i], 1);
+  }
+}
+
+void ClusterSnapshot::sumQueues(const ClusterSnapshot* previous,
+                                std::span<const std::size_t> changed) {
+  queues_.reserve(quota_.queues.size() + 1);
+  for (const auto& q : quota_.queues) queues_.push_back(QueueState{q});
+  queues_.push_back(QueueState{quota_.defaultQueue});
+  linkQueueTree(queues_);
+  own_.assign(queues_.size(), QueueOwn{});
+  // The previous snapshot's sums are reused only under the same queues, in the same order.
+  if (previous != nullptr &&
+      !std::equal(
+          queues_.begin(), queues_.end(), previous->queues_.begin(), previous->queues_.end(),
+          [](const QueueState& a, const QueueState& b) { return a.quota.name == b.quota.name; })) {
+    previous = nullptr;
+    changed = {};
+  }
+  std::unordered_map<std::string_view, std::size_t> queueAt;
+  for (std::size_t i = 0; i < queues_.size(); ++i) queueAt.emplace(queues_[i].quota.name, i);
+  // Most pods name the queue the one before did: that lookup is one string compare.
+  std::size_t last = 0;
+  auto queueOf = [&](const std::string& name) -> QueueOwn* {
+    if (queues_[last].quota.name == name) return &own_[last];
+    auto it = queueAt.find(name);
+    if (it == queueAt.end()) return nullptr;
+    last = it->second;
+    return &own_[last];
+  };
+  sumOwnNodeUse(previous, changed, queueOf);
+  if (previous != nullptr && previous->pending_ == pending_) {
+    for (std::size_t q = 0; q < own_.size(); ++q) {
+      own_[q].pending = previous->own_[q].pending;
+      own_[q].pendingPods = previous->own_[q].pendingPods;
+    }
+  } else {
+    for (const auto& pod : *pending_) {
+      if (QueueOwn* q = queueOf(pod->queue)) {
+        q->pending += pod->gpus;
+        ++q->pendingPods;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < queues_.size(); ++i) {
+    QueueState& q = queues_[i];
+    q.allocated = own_[i].allocated;
+    q.overQuota = own_[i].overQuota;
+    q.runningPods = own_[i].runningPods;
+    q.pending = own_[i].pending;
+    q.pendingPods = own_[i].pendingPods;
+  }
+  // Reservations are demand: a gang's members not yet offered, a reclaimer's held GPUs. A holder
+  // that is pending already counts its request; only what is reserved beyond it is added.
+  if (!reservations_->empty()) {
+    struct Held {
+      MilliGpu reserved = 0;
+      MilliGpu pending = 0;
+      std::string queue;
+    };
+    std::unordered_map<std::string, Held> held;
+    for (const auto& r : *reservations_) {
+      Held& h = held[r.holder];
+      h.reserved += r.gpus;
+      h.queue = r.queue;
+    }
+    for (const auto& pod : *pending_) {
+      auto it = held.find(pod->uid);
+      if (it == held.end() && pod->inGang()) it = held.find(pod->gangKey());
+      if (it != held.end()) it->second.pending += pod->gpus;
+    }
+    for (const auto& [holder, h] : held) {
+      auto at = queueAt.find(h.queue);
+      if (at != queueAt.end() && h.reserved > h.pending) {
+        queues_[at->second].reservedAhead += h.reserved - h.pending;
+      }
+    }
+  }
+  sumQueueTree(queues_);
+  std::vector<FairShareInput> inputs;
+  inputs.reserve(queues_.size());
+  for (const auto& q : queues_) inputs.push_back(fairShareInput(q));
+  const std::vector<MilliGpu> shares =
+      computeFairShares(inputs, capacity_, fairShareGranularity(inputs, capacity_));
+  for (std::size_t i = 0; i < queues_.size(); ++i) queues_[i].fairShare = shares[i];
+}
+
+void ClusterSnapshot::indexGangs(const ClusterSnapshot* previous,
+                                 std::span<const std::size_t> changed, bool reservationsShared) {
+  if (previous != nullptr && reservationsShared &&
+      std::none_of(changed.begin(), changed.end(), [&](std::size_t i) {
+        return holdsGangs(*previous->nodes_[i]) || holdsGangs(*nodes_[i]);
+      })) {
+    nodeGangs_ = previous->nodeGangs_;
+  } else {
+    std::unordered_map<std::string, GangState> gangs;
+    for (const auto& r : *reservations_) {
+      if (r.holder.starts_with(kGangHolderPrefix)) gangs[r.holder].reserved += r.gpus;
+    }
+    for (const auto& node : nodes_) {
+      if (!holdsGangs(*node)) continue;
+      for (const auto& use : node->gangs()) {
+        GangState& g = gangs[use.key];
+        g.placed += use.pods;
+        g.placedGpus += use.gpus;
+      }
+      for (const auto& pod : node->pods()) {
+        if (pod->inGang() && pod->holdsGpus() && !pod->terminating) {
+          GangState& g = gangs[pod->gangKey()];
+          g.size = std::max(g.size, pod->gangSize);
+        }
+      }
+    }
+    auto list = std::make_shared<std::vector<GangState>>();
+    list->reserve(gangs.size());
+    for (auto& [key, g] : gangs) {
+      g.key = key;
+      list->push_back(std::move(g));
+    }
+    std::sort(list->begin(), list->end(),
+              [](const GangState& a, const GangState& b) { return a.key < b.key; });
+    nodeGangs_ = std::move(list);
+  }
+  if (previous != nullptr && previous->nodeGangs_ == nodeGangs_ && previous->pending_ == pending_) {
+    gangs_ = previous->gangs_;
+    return;
+  }
+  // Pending members join their gangs (and make gangs of their own).
+  std::map<std::string, GangState, std::less<>> withPending;
+  for (const auto& pod : *pending_) {
+    if (!pod->inGang()) continue;
+    if (withPending.empty()) {
+      for (const auto& g : *nodeGangs_) withPending.emplace(g.key, g);
+    }
+    GangState& g = withPending[pod->gangKey()];
+    g.size = std::max(g.size, pod->gangSize);
+    g.pending.push_back(pod);
+  }
+  if (withPending.empty()) {
+    gangs_ = nodeGangs_;
+    return;
+  }
+  auto list = std::make_shared<std::vector<GangState>>();
+  list->reserve(withPending.size());
+  for (auto& [key, g] : withPending) {
+    g.key = key;
+    std::sort(g.pending.begin(), g.pending.end(),
+              [](const PodPtr& a, const PodPtr& b) { return a->uid < b->uid; });
+    list->push_back(std::move(g));
+  }
+  gangs_ = std::move(list);
+}
+
+}  // namespace gpufair::policy

@@ -1,0 +1,200 @@
+// ClusterSnapshot built from the previous one and the changed nodes: the same snapshot as a full
+// build, sharing what did not change, and never touching the previous one (snapshot.h).
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gpufair/policy/snapshot.h"
+
+#include "testing/builders.h"
+
+namespace gpufair::policy {
+namespace {
+
+using testing::gpus;
+using testing::MakeNode;
+using testing::MakePod;
+using testing::MakeQueue;
+
+// Everything a reader can see of a snapshot, as text: two snapshots that print the same answer
+// every question the same.
+std::string describe(const ClusterSnapshot& s) {
+  std::ostringstream out;
+  out << "cap=" << s.capacity() << " alloc=" << s.allocated() << " free=" << s.free()
+      << " block=" << s.largestFreeBlock() << " max=" << s.maxNodeGpus() << '/' << s.maxNodeCpu()
+      << '/' << s.maxNodeMemory() << " pending=" << s.pending().size() << '\n';
+  for (int g = 0; g <= 9; ++g) out << s.nodesWithFree(gpus(g)) << ' ';
+  out << '\n';
+  for (std::size_t i = 0; i < s.nodes().size(); ++i) {
+    const NodeState& n = *s.nodes()[i];
+    out << n.name() << " used=" << n.used() << " at=" << s.nodeIndex(n.name())
+        << " found=" << (s.findNode(n.name()) == &n) << '\n';
+  }
+  out << "missing=" << s.nodeIndex("missing") << '\n';
+  for (const auto& q : s.queues()) {
+    out << q.quota.name << ' ' << q.allocated << ' ' << q.overQuota << ' ' << q.pending << ' '
+        << q.pendingPods << ' ' << q.runningPods << ' ' << q.reservedAhead << ' ' << q.fairShare
+        << ' ' << q.parentIndex << '\n';
+  }
+  for (const auto& r : s.reservations()) out << r.node << ' ' << r.holder << ' ' << r.gpus << '\n';
+  for (const auto& g : s.gangs()) {
+    out << g.key << ' ' << g.size << ' ' << g.placed << ' ' << g.placedGpus << ' ' << g.reserved;
+    for (const auto& p : g.pending) out << ' ' << p->uid;
+    out << '\n';
+  }
+  return out.str();
+}
+
+// A small cluster changed step by step at random, kept as the state layer keeps it: node states
+// rebuilt only for the nodes a step changes, the pending list replaced only when it changes.
+class Cluster {
+ public:
+  Cluster() {
+    quota_.queues = {MakeQueue("team-a").deserved(8), MakeQueue("team-b").deserved(4)};
+    quota_.queues[1].parent = "team-a";
+    for (int i = 0; i < 10; ++i) {
+      nodes_.push_back(MakeNode("n" + std::to_string(i)).gpus(i % 3 == 0 ? 4 : 8).cpu(32));
+    }
+    pending_ = std::make_shared<const std::vector<PodPtr>>();
+    for (std::size_t i = 0; i < nodes_.size(); ++i) states_.push_back(stateOf(i));
+  }
+
+  SnapshotPtr full() const {
+    return std::make_shared<const ClusterSnapshot>(states_, *pending_, quota_, generation_);
+  }
+  SnapshotPtr next(const ClusterSnapshot& previous, const std::vector<std::size_t>& changed) {
+    return std::make_shared<const ClusterSnapshot>(&previous, states_, changed, pending_, quota_,
+                                                   generation_, SnapshotOptions{});
+  }
+
+  // One random change; returns the nodes it rebuilt (and says whether pending changed).
+  std::vector<std::size_t> step(std::mt19937& rng, bool& pendingChanged) {
+    ++generation_;
+    pendingChanged = false;
+    const std::size_t n = rng() % nodes_.size();
+    std::vector<std::size_t> changed = {n};
+    switch (rng() % 7) {
+      case 0: {  // a pod bound (some borrowed, some gang members)
+        auto pod = MakePod(rng() % 2 ? "team-a" : "team-b", "p" + std::to_string(seq_++))
+                       .gpus(1 + rng() % 2)
+                       .on(nodes_[n].name);
+        if (rng() % 3 == 0) pod.overQuota();
+        if (rng() % 3 == 0) pod.gang("g" + std::to_string(rng() % 2), 3);
+        pods_[n].push_back(resolve(pod));
+        break;
+      }
+      case 1:  // a pod gone
+        if (!pods_[n].empty()) pods_[n].erase(pods_[n].begin() + rng() % pods_[n].size());
+        break;
+      case 2:
+      case 3: {  // a pending pod arrives, or one leaves; no node changes
+        changed.clear();
+        auto list = *pending_;
+        if (rng() % 2 == 0 || list.empty()) {
+          auto pod = MakePod("team-b", "w" + std::to_string(seq_++)).gpus(1);
+          if (rng() % 2 == 0) pod.gang("g" + std::to_string(rng() % 2), 3);
+          list.push_back(resolve(pod));
+        } else {
+          list.erase(list.begin() + rng() % list.size());
+        }
+        pending_ = std::make_shared<const std::vector<PodPtr>>(std::move(list));
+        pendingChanged = true;
+        break;
+      }
+      case 4:  // a reservation made or dropped
+        if (held_[n].empty()) {
+          const std::string holder = rng() % 2 ? "gang:team-b/g0" : "uid-x";
+          held_[n].push_back({nodes_[n].name, gpus(1), holder, "team-b", "test", ""});
+        } else {
+          held_[n].clear();
+        }
+        break;
+      case 5:  // resized or cordoned
+        if (rng() % 2) {
+          nodes_[n] = MakeNode(nodes_[n].name).gpus(rng() % 2 ? 4 : 16).cpu(8 + rng() % 64);
+        } else {
+          nodes_[n].unschedulable = !nodes_[n].unschedulable;
+        }
+        break;
+      default:  // nothing
+        changed.clear();
+    }
+    for (std::size_t i : changed) states_[i] = stateOf(i);
+    return changed;
+  }
+
+ private:
+  PodPtr resolve(Pod pod) {
+    pod.queue = resolveQueue(quota_, pod.ns, pod.labels);
+    return std::make_shared<const Pod>(std::move(pod));
+  }
+  NodeStatePtr stateOf(std::size_t i) {
+    return std::make_shared<const NodeState>(nodes_[i], pods_[i], generation_, held_[i]);
+  }
+
+  QuotaConfig quota_;
+  std::vector<Node> nodes_;
+  std::map<std::size_t, std::vector<PodPtr>> pods_;
+  std::map<std::size_t, std::vector<Reservation>> held_;
+  std::shared_ptr<const std::vector<PodPtr>> pending_;
+  std::vector<NodeStatePtr> states_;
+  std::uint64_t generation_ = 1;
+  int seq_ = 0;
+};
+
+TEST(SnapshotSharing, TheNextSnapshotEqualsAFullBuildAndLeavesThePreviousUnchanged) {
+  for (unsigned seed = 1; seed <= 5; ++seed) {
+    SCOPED_TRACE(seed);
+    std::mt19937 rng(seed);
+    Cluster cluster;
+    SnapshotPtr current = cluster.full();
+    const SnapshotPtr first = current;
+    const std::string firstSeen = describe(*first);
+    for (int i = 0; i < 300; ++i) {
+      bool pendingChanged = false;
+      const std::vector<std::size_t> changed = cluster.step(rng, pendingChanged);
+      SnapshotPtr next = cluster.next(*current, changed);
+      ASSERT_EQ(describe(*next), describe(*cluster.full())) << "step " << i;
+      EXPECT_TRUE(next->sharesNodeIndexWith(*current));
+      if (!pendingChanged) {
+        EXPECT_EQ(next->pending().data(), current->pending().data()) << "pending shared";
+        EXPECT_EQ(next->findQueue("team-b")->pendingPods,
+                  current->findQueue("team-b")->pendingPods);
+      }
+      if (changed.empty() && !current->reservations().empty()) {
+        EXPECT_EQ(next->reservations().data(), current->reservations().data());
+      }
+      current = std::move(next);
+    }
+    EXPECT_EQ(describe(*first), firstSeen) << "a reader's snapshot never changes";
+  }
+}
+
+TEST(SnapshotSharing, NodesThatDoNotMatchThePreviousSnapshotAreBuiltInFull) {
+  const auto a = std::make_shared<const NodeState>(MakeNode("a").gpus(8), std::vector<PodPtr>{}, 1);
+  const auto b = std::make_shared<const NodeState>(MakeNode("b").gpus(4), std::vector<PodPtr>{}, 1);
+  const ClusterSnapshot previous({a}, {}, QuotaConfig{}, 1);
+  const std::vector<std::size_t> changed = {0};
+  // Another node count, then another name at a changed index, then an index out of range.
+  const ClusterSnapshot more(&previous, {a, b}, changed, nullptr, QuotaConfig{}, 2, {});
+  EXPECT_FALSE(more.sharesNodeIndexWith(previous));
+  EXPECT_EQ(more.capacity(), gpus(12));
+  EXPECT_EQ(more.nodeIndex("b"), 1);
+  const ClusterSnapshot renamed(&previous, {b}, changed, nullptr, QuotaConfig{}, 2, {});
+  EXPECT_FALSE(renamed.sharesNodeIndexWith(previous));
+  EXPECT_EQ(renamed.nodeIndex("a"), -1);
+  EXPECT_EQ(renamed.capacity(), gpus(4));
+  const std::vector<std::size_t> outOfRange = {3};
+  const ClusterSnapshot wrong(&previous, {a}, outOfRange, nullptr, QuotaConfig{}, 2, {});
+  EXPECT_FALSE(wrong.sharesNodeIndexWith(previous));
+  EXPECT_EQ(wrong.capacity(), gpus(8));
+  EXPECT_TRUE(wrong.pending().empty());
+}
+
+}  // namespace
+}  // namespace gpufair::policy
