@@ -10,6 +10,25 @@ namespace {
 
 using detail::paperScore;
 
+// Whether the cluster's CPU is allocated at least `ratio` times as much as its GPUs (nodes with
+// GPUs that take new pods): CPU, not GPU, is then what runs out first.
+bool cpuBinds(const ClusterSnapshot& snapshot, double ratio) {
+  if (ratio <= 0) return false;
+  double cpuUsed = 0;
+  double cpu = 0;
+  double gpuUsed = 0;
+  double gpu = 0;
+  for (const auto& n : snapshot.nodes()) {
+    if (!n->node().takesNewPods() || n->allocatable() <= 0) continue;
+    cpuUsed += static_cast<double>(std::min(n->cpuUsed(), n->node().cpuMilli));
+    cpu += static_cast<double>(n->node().cpuMilli);
+    gpuUsed += static_cast<double>(std::min(n->used(), n->allocatable()));
+    gpu += static_cast<double>(n->allocatable());
+  }
+  if (cpu <= 0 || gpuUsed <= 0) return false;
+  return cpuUsed / cpu >= ratio * (gpuUsed / gpu);
+}
+
 class FgdmScorer final : public Scorer {
  public:
   FgdmScorer(WorkloadPtr workload, FgdmTuning tuning)
@@ -23,6 +42,8 @@ class FgdmScorer final : public Scorer {
     if (tuning_.scarcityWeight != 0 && !workload->models().empty()) {
       pressure = modelPressure(snapshot, *workload, true);
     }
+    const bool fitTies = tuning_.bestFitTies || (pod.gpus == 0 && tuning_.gpuLessBestFitTies) ||
+                         (pod.gpus > 0 && cpuBinds(snapshot, tuning_.cpuBoundRatio));
     // Quantized growth first; the tie-break term stays below one quantum.
     constexpr double kQuantum = 1e4;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -33,7 +54,7 @@ class FgdmScorer final : public Scorer {
             tuning_.scarcityWeight * pressure.of(n.node().gpuModel) * static_cast<double>(pod.gpus);
       }
       double s = paperScore(delta) * kQuantum;
-      if (tuning_.bestFitTies && n.allocatable() > 0) {
+      if (fitTies && n.allocatable() > 0) {
         const MilliGpu left = n.free() > pod.gpus ? n.free() - pod.gpus : 0;
         s -= static_cast<double>(left) / static_cast<double>(n.allocatable() + 1);
       }

@@ -1,7 +1,8 @@
 // fgdm on small clusters whose fragmentation, pressure and scores are computed by hand (see
 // include/gpufair/policy/fgdm_scorer.h): score = floor(100 / (1 + e^(dF / 1000))) * 1e4, where
-// dF is fgd's growth plus the scarcity term; with bestFitTies, minus (free milli-GPUs left /
-// (allocatable + 1)).
+// dF is fgd's growth plus the scarcity term; where ties are broken by best fit (bestFitTies, a
+// pod without GPUs, or a GPU pod while CPU binds), minus (free milli-GPUs left / (allocatable +
+// 1)).
 #include "gpufair/policy/fgdm_scorer.h"
 
 #include <memory>
@@ -33,7 +34,7 @@ WorkloadPtr workloadOf(std::vector<WeightedShape> shapes) {
   return std::make_shared<const Workload>(std::move(shapes));
 }
 
-constexpr FgdmTuning kBestFit{1.0, true};
+constexpr FgdmTuning kBestFit{1.0, true, true, 0.95};
 
 TEST(FgdmScorer, WholeGpusTiesGoToTheTighterNode) {
   // n1: 8 of 8 free; n2: 3 of 8; n3: 4 of 8. Against 2-GPU pods, 2 GPUs on n2 strand its last
@@ -55,6 +56,57 @@ TEST(FgdmScorer, ByDefaultTiesAreLeftToTheCaller) {
   auto raw = rawScores(*scorer, *snap, MakePod("a", "p").gpus(2));
   EXPECT_DOUBLE_EQ(raw[0], 50e4);
   EXPECT_DOUBLE_EQ(raw[1], 50e4);
+}
+
+TEST(FgdmScorer, PodWithoutGpusGoesToTheNodeWithFewestFreeGpus) {
+  // a: 8 GPUs, 2 used; b: 8 GPUs, none used; c: 4 GPUs, all used. Against 1-GPU pods a CPU-only
+  // pod strands nothing anywhere (dF = 0, score 50): the tie goes to c (0 free), then a (6000 of
+  // 8001), then b (8000 of 8001), so its CPU is taken where the fewest GPUs need it.
+  auto snap =
+      testing::snapshotOf({MakeNode("a").gpus(8), MakeNode("b").gpus(8), MakeNode("c").gpus(4)},
+                          {MakePod("t", "x").gpus(2).on("a"), MakePod("t", "y").gpus(4).on("c")});
+  auto raw =
+      rawScores(*makeFgdmScorer(workloadOf({{whole(1), 1.0}})), *snap, MakePod("t", "p").cpu(4));
+  EXPECT_DOUBLE_EQ(raw[0], 50e4 - 6000.0 / 8001);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4 - 8000.0 / 8001);
+  EXPECT_DOUBLE_EQ(raw[2], 50e4);
+  FgdmTuning off;
+  off.gpuLessBestFitTies = false;
+  raw = rawScores(*makeFgdmScorer(workloadOf({{whole(1), 1.0}}), off), *snap,
+                  MakePod("t", "p").cpu(4));
+  EXPECT_DOUBLE_EQ(raw[0], 50e4);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4);
+}
+
+// n1 and n2: 8 GPUs and 10 cores each; n1 runs a 1-GPU pod asking `cores`.
+SnapshotPtr oneBusyNode(double cores) {
+  return testing::snapshotOf({MakeNode("n1").gpus(8).cpu(10), MakeNode("n2").gpus(8).cpu(10)},
+                             {MakePod("t", "x").gpus(1).cpu(cores).on("n1")});
+}
+
+TEST(FgdmScorer, GpuPodTiesGoToTheTighterNodeWhileCpuBinds) {
+  // 8 of 20 cores (0.4) and 1 of 16 GPUs (0.0625) allocated: 0.4 >= 0.95 x 0.0625, CPU binds.
+  // Against 2-GPU pods nothing strands (dF = 0, 50): best fit, n1 (5000 left) over n2 (6000).
+  auto raw = rawScores(*makeFgdmScorer(workloadOf({{whole(2), 1.0}})), *oneBusyNode(8),
+                       MakePod("t", "p").gpus(2));
+  EXPECT_DOUBLE_EQ(raw[0], 50e4 - 5000.0 / 8001);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4 - 6000.0 / 8001);
+}
+
+TEST(FgdmScorer, GpuPodTiesAreLeftToTheCallerWhileGpusBind) {
+  // 0.5 of 20 cores (0.025) against 1 of 16 GPUs (0.0625): GPUs bind, the tie stays a tie; with
+  // cpuBoundRatio 0.3 (0.025 >= 0.3 x 0.0625) it is broken as above.
+  auto snap = oneBusyNode(0.5);
+  auto raw =
+      rawScores(*makeFgdmScorer(workloadOf({{whole(2), 1.0}})), *snap, MakePod("t", "p").gpus(2));
+  EXPECT_DOUBLE_EQ(raw[0], 50e4);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4);
+  FgdmTuning low;
+  low.cpuBoundRatio = 0.3;
+  raw = rawScores(*makeFgdmScorer(workloadOf({{whole(2), 1.0}}), low), *snap,
+                  MakePod("t", "p").gpus(2));
+  EXPECT_DOUBLE_EQ(raw[0], 50e4 - 5000.0 / 8001);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4 - 6000.0 / 8001);
 }
 
 TEST(FgdmScorer, FractionalPodGoesWhereItFillsAStrandedGpu) {

@@ -12,9 +12,14 @@
 //      growth, so pods that can run anywhere keep off the GPUs that restricted pods will need, and
 //      more so as those GPUs run out. The term is the same on every node of one model: a pod
 //      restricted to one model is not moved by it, and without restricted shapes fgdm is fgd.
-//   2. Optionally (bestFitTies), among equal quantized scores the node left with the least free
-//      GPU. Measured on openb (bench/RESULTS.md): it lost 0.04 points on the default list, so it
-//      is off by default and ties are left to the caller, as fgd leaves them.
+//   2. Ties (equal quantized scores) broken by best fit where it is known to pay: a pod without
+//      GPUs (its delta is 0 wherever the CPU and memory it takes strand no GPU) goes to the node
+//      with the fewest free GPUs (as a fraction of the node's), so the CPU it takes strands the
+//      fewest GPUs; and while the cluster's CPU is as allocated as its GPUs (CPU allocated
+//      fraction >= cpuBoundRatio x GPU allocated fraction: CPU binds), GPU pods too go to the
+//      node left with the least free GPU. Otherwise GPU pods' ties are left to the caller (its
+//      random tie-break), as fgd leaves them: best fit for every pod lost on the default list and
+//      on the multi-GPU family (bench/RESULTS.md).
 // The workload is the one given at construction, else the snapshot's (serve learns it online),
 // else the pod alone. Pure; thread-safety: stateless and const, one instance serves all threads.
 #pragma once
@@ -30,7 +35,9 @@ namespace gpufair::policy {
 
 struct FgdmTuning {
   double scarcityWeight = 1.0;  // milli-GPUs of growth per milli-GPU placed at relative pressure 1
-  bool bestFitTies = false;     // ties: least free GPU left on the node
+  bool bestFitTies = false;     // ties of every pod: least free GPU left on the node
+  bool gpuLessBestFitTies = true;  // ties of pods without GPUs: least free GPU on the node
+  double cpuBoundRatio = 0.95;     // ties of GPU pods too while CPU binds (see 2.); <= 0: never
 };
 
 ScorerPtr makeFgdmScorer(WorkloadPtr workload = nullptr, FgdmTuning tuning = {});
