@@ -10,8 +10,8 @@ protocol; the service path (a row "fgd (service)", or a file named `<list>__serv
 run_table.sh writes them) dashed, for the policies named by --service only (default: fgdm, the
 default strategy). `hindsight`, which the planner computes at 100 % arrived only, is a marker
 there. The legend gives each curve's value at 100 % arrived.
-Standard library only; the picture is the same kind as `simulate --plot` draws (src/sim/svg_plot.cc),
-zoomed on the range where policies differ.
+Standard library only; the picture is the same kind as `simulate --plot` draws
+(src/sim/svg_plot.cc), zoomed on the range where policies differ.
 """
 import argparse
 import json

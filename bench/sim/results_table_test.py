@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Tests of results_table.py and plot_json.py on small `simulate --json` fixtures (ctest: bench_tables).
+"""Tests of results_table.py and plot_json.py on small `simulate --json` fixtures.
+
+ctest: bench_tables.
 
     python3 bench/sim/results_table_test.py
 """
@@ -117,8 +119,8 @@ class Fixture(unittest.TestCase):
         rows = {r[0]: r[1:] for r in service[2:]}
         self.assertNotIn("hindsight (offline)", rows)  # offline: paper path only
         self.assertEqual(rows["fgd"], ["**93.10**", "**90.50**"])
-        self.assertIn("Seeds (service path): per cell: default fgd 42–43; restricted-1 fgd 42–44",
-                      text)
+        self.assertIn("Seeds (service path): per cell: default fgd 42–43; "
+                      "restricted-1 fgd 42–44", text)
         self.assertIn("Seeds (paper path): 42–44 in every cell", text)
 
     def test_difference_uses_the_seeds_both_paths_ran(self):
