@@ -4,7 +4,7 @@
     bench/sim/plot_json.py --title T --out plot.svg [--xmin 70] [--ymin 70] [--service fgdm]
         run1.json run2.json ...
 
-Several files of one pod list are merged (later files win for a policy run twice on one path).
+Several files of one pod list are merged seed by seed (results_table.load).
 One curve per policy: the median over seeds at each arrived percent, solid for the paper
 protocol; the service path (a row "fgd (service)", or a file named `<list>__service__*.json` as
 run_table.sh writes them) dashed, for the policies named by --service only (default: fgdm, the
@@ -17,7 +17,7 @@ import argparse
 import json
 import statistics
 
-from results_table import split_name
+from results_table import load
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf", "#000000"]
@@ -25,15 +25,11 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e3
 
 def curves(paths, service):
     policies = {}
-    for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
-        for p in doc["policies"]:
-            name, on = split_name(p["policy"], path)
-            if on == "paper":
-                policies[name] = p
-            elif on == "service" and name in service:
-                policies[f"{name} (service)"] = p
+    for (_, on, name), p in load(paths).items():
+        if on == "paper":
+            policies[name] = p
+        elif on == "service" and name in service:
+            policies[f"{name} (service)"] = p
     out = {}
     for name, p in policies.items():
         points = {}

@@ -7,8 +7,8 @@ Each file's pod list comes from its scenario (openb_pod_list_X.csv -> X; a famil
 restricted-1.csv -> restricted-1). Its path: a policy named "fgd (service)" (several --path in one
 run) is on that path; otherwise the file name says it (`<list>__service__<tag>.json`, as
 run_table.sh writes them), and without either it is the paper path (the older files). The
-hindsight planner is offline: always the paper path. Several files of one (list, path, policy):
-the later one wins.
+hindsight planner is offline: always the paper path. Several files of one (list, path, policy)
+are merged seed by seed.
 
 Prints: the default list at 90/95/100/130 % arrived beside the paper's figures; then one table
 per path with identical layout (rows: every policy, the default `fgdm` and hindsight; columns:
@@ -74,7 +74,11 @@ def run_at(run, x=100):
 
 
 def load(paths):
-    """{(list, path, policy): row} with row = the JSON policy entry plus its file's fields."""
+    """{(list, path, policy): row}: the JSON policy entry, its seeds and summary points.
+
+    Files of one (list, path, policy) are merged seed by seed (a later file wins for a seed it
+    repeats; run_table.sh writes one file per seed), and the median at 100 % arrived is then
+    taken again over the merged runs."""
     cells = {}
     for p in paths:
         with open(p) as f:
@@ -82,8 +86,17 @@ def load(paths):
         t = trace_name(d, p)
         for q in d["policies"]:
             policy, path = split_name(q["policy"], p)
-            cells[(t, path, policy)] = dict(q, seeds=d["protocol"]["seeds"],
-                                            points=d["summary_points"])
+            key = (t, path, policy)
+            row = dict(q, seeds=list(d["protocol"]["seeds"]), points=d["summary_points"])
+            if key in cells:
+                runs = {r["seed"]: r for r in cells[key]["runs"]}
+                runs.update({r["seed"]: r for r in q["runs"]})
+                row["runs"] = [runs[s] for s in sorted(runs)]
+                row["seeds"] = sorted(runs)
+                values = [v for v in (run_at(r) for r in row["runs"]) if v is not None]
+                row["allocation_at_arrived"] = {
+                    "100": round(statistics.median(values), 3) if values else None}
+            cells[key] = row
     return cells
 
 

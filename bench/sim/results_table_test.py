@@ -49,17 +49,21 @@ class Fixture(unittest.TestCase):
         self.dir = tempfile.TemporaryDirectory()
         d = self.dir.name
         files = {
-            # paper path: 3 seeds; hindsight in its own file
+            # paper path: 3 seeds, 4 for fgd; hindsight in its own file
             "default__paper__fgd.json": doc("/t/openb_pod_list_default.csv",
-                                            {"fgd": [95.0, 95.2, 95.1]}, [42, 43, 44]),
+                                            {"fgd": [95.0, 95.2, 95.1, 90.0]},
+                                            [42, 43, 44, 45]),
             "default__paper__fgdm.json": doc("/t/openb_pod_list_default.csv",
                                              {"fgdm": [95.0, 95.4, 95.3]}, [42, 43, 44]),
             "default__paper__hindsight.json": doc("/t/openb_pod_list_default.csv",
                                                   {"hindsight": [96.0, 96.1, 96.2]},
                                                   [42, 43, 44]),
-            # service path, one seed fewer: the difference uses seeds 42 and 43 only
-            "default__service__fgd.json": doc("/t/openb_pod_list_default.csv",
-                                              {"fgd": [93.0, 93.2]}, [42, 43]),
+            # service path, one file per seed set, merged seed by seed (seed 43 twice: the
+            # later file wins)
+            "default__service__fgd__a.json": doc("/t/openb_pod_list_default.csv",
+                                                 {"fgd": [93.0, 99.0]}, [42, 43]),
+            "default__service__fgd__b.json": doc("/t/openb_pod_list_default.csv",
+                                                 {"fgd": [93.2, 93.6]}, [43, 44]),
             # a family instance: both paths in one file ("X (path)" names), no fgdm
             "restricted-1__both.json": doc("/tmp/fam/restricted-1.csv",
                                            {"fgd (paper)": [91.0, 92.0, 93.0],
@@ -112,22 +116,22 @@ class Fixture(unittest.TestCase):
         self.assertEqual(service[0], paper[0])
         by = {r[0]: r[1:] for r in paper[2:]}
         # medians; the best online policy of a column in bold; a cell not run is "·"
-        self.assertEqual(by["fgd"], ["95.10", "**92.00**"])
+        self.assertEqual(by["fgd"], ["95.05", "**92.00**"])
         self.assertEqual(by["**fgdm** (default)"], ["**95.30**", "·"])
         self.assertEqual(by["hindsight (offline)"], ["96.10", "·"])  # offline: never bold
-        self.assertEqual(by["fgdm − fgd"], ["+0.20", "·"])
+        self.assertEqual(by["fgdm − fgd"], ["+0.25", "·"])
         rows = {r[0]: r[1:] for r in service[2:]}
         self.assertNotIn("hindsight (offline)", rows)  # offline: paper path only
-        self.assertEqual(rows["fgd"], ["**93.10**", "**90.50**"])
-        self.assertIn("Seeds (service path): per cell: default fgd 42–43; "
-                      "restricted-1 fgd 42–44", text)
-        self.assertIn("Seeds (paper path): 42–44 in every cell", text)
+        self.assertEqual(rows["fgd"], ["**93.20**", "**90.50**"])  # 93.0, 93.2, 93.6
+        self.assertIn("Seeds (service path): 42–44 in every cell", text)
+        self.assertIn("Seeds (paper path): per cell: default fgd 42–45; default fgdm 42–44; "
+                      "default hindsight 42–44; restricted-1 fgd 42–44.", text)
 
     def test_difference_uses_the_seeds_both_paths_ran(self):
         rows = self.table(self.output(), "Service − paper")
         by = {r[0]: r[1:] for r in rows[2:]}
-        # default: service median of 93.0, 93.2 minus paper median of 95.0, 95.2 (seeds 42, 43)
-        self.assertEqual(by["fgd"], ["-2.00", "-1.50"])
+        # default: service median 93.2 minus paper median 95.1 (seeds 42-44, not 45)
+        self.assertEqual(by["fgd"], ["-1.90", "-1.50"])
         self.assertEqual(by["**fgdm** (default)"], ["·", "·"])
 
     def test_plot_draws_the_service_curve_of_the_named_policies_only(self):
@@ -136,8 +140,8 @@ class Fixture(unittest.TestCase):
                         "--service", "fgd", "--xmin", "80"] + self.default_list(), check=True)
         with open(out) as f:
             svg = f.read()
-        self.assertIn(">fgd (service) 93.10<", svg)
-        self.assertIn(">fgd 95.10<", svg)
+        self.assertIn(">fgd (service) 93.20<", svg)
+        self.assertIn(">fgd 95.05<", svg)
         self.assertIn(">hindsight 96.10<", svg)
         self.assertEqual(svg.count('class="curve"'), 0)  # two points per curve: markers only
         subprocess.run([sys.executable, os.path.join(HERE, "plot_json.py"), "--out", out]

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The issue-14 table of bench/RESULTS.md: every policy on every shared openb pod list and every
 # derived family instance (families.py --instances 3 --seed 1), through the paper protocol and
-# the service path (what `serve` runs); one JSON per (list, path, policy), then the tables
-# (results_table.py) and the plots (plot_json.py).
+# the service path (what `serve` runs); one JSON per (list, path, policy, seed), then the tables
+# (results_table.py, which merges the seeds) and the plots (plot_json.py).
 #
 #   bench/sim/run_table.sh [GPUFAIR_BIN]
 #   LISTS="default restricted-1" POLICIES=fgd,fgdm PATHS=service bench/sim/run_table.sh
@@ -48,23 +48,38 @@ fi
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-for path in $PATHS; do
-  seeds="$PAPER_SEEDS"
-  [[ "$path" == paper ]] || seeds="$SERVICE_SEEDS"
-  for policy in ${POLICIES//,/ }; do
-    [[ "$policy" == hindsight && "$path" != paper ]] && continue
-    bin="$BIN"
-    [[ "$policy" == fgdm ]] && bin="$DEFAULT_BIN"
-    for list in $LISTS; do
-      pods="$TRACE_DIR/openb_pod_list_$list.csv"
-      [[ -f "$pods" ]] || pods="$OUT/families/$list.csv"
-      json="$OUT/json/${list}__${path}__${policy}.json"
-      [[ -f "$json" ]] && continue
-      /usr/bin/time -f "$list $path $policy: %e s wall, %U s user, %M KB max RSS" \
-        nice -n "$NICE" "$bin" simulate --quiet --no-fragmentation --nodes "$nodes" \
-          --pods "$pods" --policy "$policy" --path "$path" --seeds "$seeds" \
-          --threads "$THREADS" --json "$json.tmp"
-      mv "$json.tmp" "$json"
+# Seed by seed (one JSON each), so that each pass covers every cell: cut short, the batch still
+# gives the whole table on fewer seeds.
+seed_list() {  # "42-44" or "42,45" -> 42 43 44
+  local part out=()
+  for part in ${1//,/ }; do
+    if [[ "$part" == *-* ]]; then out+=($(seq "${part%-*}" "${part#*-}")); else out+=("$part"); fi
+  done
+  echo "${out[@]}"
+}
+paper_seeds=($(seed_list "$PAPER_SEEDS"))
+service_seeds=($(seed_list "$SERVICE_SEEDS"))
+passes=$((${#paper_seeds[@]} > ${#service_seeds[@]} ? ${#paper_seeds[@]} : ${#service_seeds[@]}))
+for ((i = 0; i < passes; ++i)); do
+  for path in $PATHS; do
+    seed="${service_seeds[i]:-}"
+    [[ "$path" == paper ]] && seed="${paper_seeds[i]:-}"
+    [[ -n "$seed" ]] || continue
+    for policy in ${POLICIES//,/ }; do
+      [[ "$policy" == hindsight && "$path" != paper ]] && continue
+      bin="$BIN"
+      [[ "$policy" == fgdm ]] && bin="$DEFAULT_BIN"
+      for list in $LISTS; do
+        pods="$TRACE_DIR/openb_pod_list_$list.csv"
+        [[ -f "$pods" ]] || pods="$OUT/families/$list.csv"
+        json="$OUT/json/${list}__${path}__${policy}__s${seed}.json"
+        [[ -f "$json" ]] && continue
+        /usr/bin/time -f "$list $path $policy $seed: %e s wall, %U s user, %M KB max RSS" \
+          nice -n "$NICE" "$bin" simulate --quiet --no-fragmentation --nodes "$nodes" \
+            --pods "$pods" --policy "$policy" --path "$path" --seeds "$seed" \
+            --threads "$THREADS" --json "$json.tmp"
+        mv "$json.tmp" "$json"
+      done
     done
   done
 done
