@@ -163,13 +163,26 @@ def path_table(cells, path, traces, names):
             diffs.append("·" if a is None or b is None else f"{a - b:+.2f}")
         print(f"| {DEFAULT} − fgd | " + " | ".join(diffs) + " |")
     print()
-    seeds = {seeds_text(q["seeds"]) for (t, p, n), q in cells.items() if p == path}
-    print(f"Seeds ({path} path): " + (
-        f"{seeds.pop()} in every cell" if len(seeds) == 1 else "per cell: " + "; ".join(
-            f"{t} {n} {seeds_text(q['seeds'])}" for (t, p, n), q in sorted(
-                cells.items(), key=lambda kv: (trace_key(kv[0][0]), ORDER.index(kv[0][2])
-                                               if kv[0][2] in ORDER else 99))
-            if p == path)) + ".\n")
+    print(f"Seeds ({path} path): " + seeds_summary(cells, path, traces) + ".\n")
+
+
+def seeds_summary(cells, path, traces):
+    """The seeds of the cells of one path: "42–46 in every cell", or per seed set the policies
+    on every list ("fgd") or on some ("fgd on cpu0, mix-1"), the most frequent set first."""
+    groups = {}
+    for (t, p, n), q in cells.items():
+        if p == path:
+            groups.setdefault(seeds_text(q["seeds"]), {}).setdefault(n, []).append(t)
+    if len(groups) == 1:
+        return f"{next(iter(groups))} in every cell"
+    parts = []
+    for seeds, by in sorted(groups.items(), key=lambda kv: -sum(map(len, kv[1].values()))):
+        what = []
+        for n in ranked(by):
+            lists = sorted(by[n], key=trace_key)
+            what.append(n if len(lists) == len(traces) else f"{n} on {', '.join(lists)}")
+        parts.append(f"{seeds}: {'; '.join(what)}")
+    return " — ".join(parts)
 
 
 def difference_table(cells, traces, names):

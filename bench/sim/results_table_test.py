@@ -124,8 +124,8 @@ class Fixture(unittest.TestCase):
         self.assertNotIn("hindsight (offline)", rows)  # offline: paper path only
         self.assertEqual(rows["fgd"], ["**93.20**", "**90.50**"])  # 93.0, 93.2, 93.6
         self.assertIn("Seeds (service path): 42–44 in every cell", text)
-        self.assertIn("Seeds (paper path): per cell: default fgd 42–45; default fgdm 42–44; "
-                      "default hindsight 42–44; restricted-1 fgd 42–44.", text)
+        self.assertIn("Seeds (paper path): 42–44: fgd on restricted-1; fgdm on default; "
+                      "hindsight on default — 42–45: fgd on default.", text)
 
     def test_difference_uses_the_seeds_both_paths_ran(self):
         rows = self.table(self.output(), "Service − paper")
