@@ -1,29 +1,35 @@
 #!/usr/bin/env python3
 """SVG plot of GPU allocation vs arrived GPU request from `gpufair simulate --json` files.
 
-    bench/sim/plot_json.py --title T --out plot.svg [--xmin 70] [--ymin 70] run1.json run2.json ...
+    bench/sim/plot_json.py --title T --out plot.svg [--xmin 70] [--ymin 70] [--service fgdm]
+        run1.json run2.json ...
 
-Several files of one pod list are merged (later files win for a policy run twice). One curve per
-policy: the median over seeds at each arrived percent; `hindsight`, which the planner computes at
-100 % arrived only, is a marker there. The legend gives each policy's value at 100 % arrived.
-Standard library only; the picture is the same kind as `simulate --plot` draws (src/sim/svg_plot.cc),
-zoomed on the range where policies differ.
+Several files of one pod list are merged seed by seed (results_table.load).
+One curve per policy: the median over seeds at each arrived percent, solid for the paper
+protocol; the service path (a row "fgd (service)", or a file named `<list>__service__*.json` as
+run_table.sh writes them) dashed, for the policies named by --service only (default: fgdm, the
+default strategy). `hindsight`, which the planner computes at 100 % arrived only, is a marker
+there. The legend gives each curve's value at 100 % arrived.
+Standard library only; the picture is the same kind as `simulate --plot` draws
+(src/sim/svg_plot.cc), zoomed on the range where policies differ.
 """
 import argparse
 import json
 import statistics
 
+from results_table import load
+
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf", "#000000"]
 
 
-def curves(paths):
+def curves(paths, service):
     policies = {}
-    for path in paths:
-        with open(path) as f:
-            doc = json.load(f)
-        for p in doc["policies"]:
-            policies[p["policy"]] = p
+    for (_, on, name), p in load(paths).items():
+        if on == "paper":
+            policies[name] = p
+        elif on == "service" and name in service:
+            policies[f"{name} (service)"] = p
     out = {}
     for name, p in policies.items():
         points = {}
@@ -45,6 +51,8 @@ def main():
     ap.add_argument("--xmax", type=float, default=130)
     ap.add_argument("--ymin", type=float, default=70)
     ap.add_argument("--ymax", type=float, default=100)
+    ap.add_argument("--service", default="fgdm",
+                    help="comma-separated policies whose service-path curve is drawn")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
     w, h, left, right, top, bottom = 760, 500, 64, 190, 48, 56
@@ -76,7 +84,7 @@ def main():
     y0, y1 = max(a.xmin, a.ymin), min(a.xmax, a.ymax)
     svg.append(f'<line x1="{sx(y0):.1f}" y1="{sy(y0):.1f}" x2="{sx(y1):.1f}" y2="{sy(y1):.1f}" '
                'stroke="#999" stroke-dasharray="4 4"/>')
-    data = curves(a.files)
+    data = curves(a.files, set(filter(None, a.service.split(","))))
     order = sorted(data, key=lambda n: -(data[n][1] or 0))
     for i, name in enumerate(order):
         points, at100 = data[name]
@@ -85,13 +93,15 @@ def main():
         if len(shown) > 5:  # hindsight has points around 100 % only: a marker
             d = " ".join(f"{'M' if k == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}"
                          for k, (x, y) in enumerate(shown))
+            dash = ' stroke-dasharray="6 3"' if name.endswith("(service)") else ""
             svg.append(f'<path class="curve" d="{d}" fill="none" stroke="{color}" '
-                       'stroke-width="1.6"/>')
+                       f'stroke-width="1.6"{dash}/>')
         elif at100 is not None:
             svg.append(f'<circle cx="{sx(100):.1f}" cy="{sy(at100):.1f}" r="4" fill="{color}"/>')
         ly = top + 14 + 18 * i
+        dash = ' stroke-dasharray="5 2"' if name.endswith("(service)") else ""
         svg.append(f'<line x1="{left + pw + 12}" y1="{ly - 4}" x2="{left + pw + 32}" '
-                   f'y2="{ly - 4}" stroke="{color}" stroke-width="3"/>')
+                   f'y2="{ly - 4}" stroke="{color}" stroke-width="3"{dash}/>')
         value = "" if at100 is None else f" {at100:.2f}"
         svg.append(f'<text x="{left + pw + 38}" y="{ly}">{name}{value}</text>')
     svg.append("</svg>")
