@@ -6,7 +6,7 @@
 namespace gpufair::state {
 
 SnapshotBuilder::SnapshotBuilder(SnapshotBuilderOptions options)
-    : options_(options), learned_(options.workloadDecay) {}
+    : options_(options), learned_(options.learning.decay) {}
 
 void SnapshotBuilder::upsertNode(policy::Node node) {
   dirty_.node(node.name);
@@ -31,8 +31,10 @@ void SnapshotBuilder::replaceNodes(std::vector<policy::Node> nodes) {
 }
 
 void SnapshotBuilder::observe(const policy::Pod& pod) {
-  if (pod.gpus <= 0 || pod.isFinished()) return;
-  learned_.observe(pod);
+  if (pod.isFinished() || (pod.gpus <= 0 && !options_.learning.cpuOnlyPods)) return;
+  policy::PodShape shape = policy::PodShape::of(pod);
+  if (options_.learning.ignoreMemory) shape.memoryBytes = 0;
+  learned_.observe(shape);
   if (!fixedWorkload_) workloadDirty_ = true;
 }
 
@@ -84,9 +86,9 @@ policy::SnapshotPtr SnapshotBuilder::build(const PodCache& pods,
   if (clean()) return current_;
   ++generation_;
   if (workloadDirty_ || !publishedWorkload_) {
-    publishedWorkload_ = fixedWorkload_
-                             ? fixedWorkload_
-                             : std::make_shared<const policy::Workload>(learned_.distribution());
+    publishedWorkload_ = fixedWorkload_ ? fixedWorkload_
+                                        : std::make_shared<const policy::Workload>(
+                                              learned_.distribution(options_.learning.coverage));
     workloadDirty_ = false;
   }
   auto reserved = reservations.byNode();
