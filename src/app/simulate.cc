@@ -54,6 +54,11 @@ const std::vector<FlagSpec>& simulateFlags() {
        "service path: a queues.yaml quota file; pods are spread over its queues by a hash of "
        "their name (default: one queue holding the whole cluster)",
        ""},
+      {"cpu-only-pods",
+       "service path: who places pods without GPUs: kube-scheduler (as serve is deployed: its "
+       "managedResources send them no extender call; a random node with the CPU and memory) or "
+       "gpufair (filter -> prioritize -> bind like GPU pods)",
+       "kube-scheduler"},
       {"seeds", "seeds: a range and/or list, e.g. 42-51 or 1,2,5-7", "42-51"},
       {"load", "submit pods until their GPU request would pass this x the GPU capacity", "1.3"},
       {"sampling",
@@ -245,6 +250,10 @@ std::string parseOptions(const ParsedArgs& args, sim::SimulationOptions& options
   auto filterMode = api::FilterMode::parse(args.get("filter-mode"));
   if (!filterMode) return "--filter-mode: " + filterMode.error();
   options.service.filterMode = *filterMode;
+  const std::string cpuOnly = args.get("cpu-only-pods");
+  if (cpuOnly != "kube-scheduler" && cpuOnly != "gpufair")
+    return "--cpu-only-pods must be kube-scheduler or gpufair, not \"" + cpuOnly + "\"";
+  options.service.cpuOnlyPodsBypassExtender = cpuOnly == "kube-scheduler";
   const int maxPoint = static_cast<int>(std::ceil(options.load * 100 - 1e-9));
   options.summaryPoints.clear();
   for (int p : {90, 95, 100, 130}) {

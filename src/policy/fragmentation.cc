@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace gpufair::policy {
 namespace {
@@ -15,8 +16,21 @@ struct FreeView {
 };
 
 bool shapeFitsCpuMemory(const FreeView& node, const PodShape& shape, const FitOptions& options) {
-  return !options.checkCpuMemory ||
+  return !options.measuresCpuMemory() ||
          (shape.cpuMilli <= node.cpu && shape.memoryBytes <= node.memory);
+}
+
+constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max();
+
+// What the measure counts as free CPU and memory on `node` after `taken` more is placed: fit's
+// figures, except that only scoring (not checking) an unknown (0) allocatable does not limit.
+std::int64_t measuredCpu(const NodeState& node, const FitOptions& options, std::int64_t taken) {
+  if (!options.checkCpuMemory && node.node().cpuMilli <= 0) return kUnlimited;
+  return node.cpuFree() > taken ? node.cpuFree() - taken : 0;
+}
+std::int64_t measuredMemory(const NodeState& node, const FitOptions& options, std::int64_t taken) {
+  if (!options.checkCpuMemory && node.node().memoryBytes <= 0) return kUnlimited;
+  return node.memoryFree() > taken ? node.memoryFree() - taken : 0;
 }
 
 double fragmentationOf(const FreeView& node, const Workload& workload, const FitOptions& options) {
@@ -209,8 +223,18 @@ void WorkloadModel::observe(const PodShape& shape, double steps) {
   }
 }
 
-Workload WorkloadModel::distribution() const {
-  return Workload(weights_);
+Workload WorkloadModel::distribution(double coverage) const {
+  if (!(coverage < 1.0)) return Workload(weights_);
+  std::vector<WeightedShape> ranked = weights_;  // sorted by shape: ties stay in shape order
+  std::stable_sort(
+      ranked.begin(), ranked.end(),
+      [](const WeightedShape& a, const WeightedShape& b) { return a.weight > b.weight; });
+  const double wanted = coverage * totalWeight();
+  double covered = 0;
+  std::size_t keep = 0;
+  while (keep < ranked.size() && (keep == 0 || covered < wanted)) covered += ranked[keep++].weight;
+  ranked.resize(keep);
+  return Workload(std::move(ranked));
 }
 
 double WorkloadModel::totalWeight() const {
@@ -272,8 +296,9 @@ double nodeFragmentation(const NodeState& node, const Workload& workload,
     gpus = heap;
   }
   freeGpus(node, gpus);
-  return fragmentationOf({node.node().gpuModel, node.cpuFree(), node.memoryFree(), gpus}, workload,
-                         options);
+  return fragmentationOf(
+      {node.node().gpuModel, measuredCpu(node, options, 0), measuredMemory(node, options, 0), gpus},
+      workload, options);
 }
 
 double nodeFragmentation(const NodeState& node, const WorkloadPtr& workload,
@@ -325,8 +350,8 @@ double fragmentationDelta(const NodeState& node, const Pod& pod, const WorkloadP
     after = workHeap;
   }
   freeGpus(node, gpus);
-  FreeView view{node.node().gpuModel, minus(node.cpuFree(), pod.cpuMilli),
-                minus(node.memoryFree(), pod.memoryBytes), after};
+  FreeView view{node.node().gpuModel, measuredCpu(node, options, pod.cpuMilli),
+                measuredMemory(node, options, pod.memoryBytes), after};
   auto evaluate = [&](int index) {
     std::copy(gpus.begin(), gpus.end(), after.begin());
     takeGpus(after, pod, index);

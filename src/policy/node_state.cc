@@ -70,6 +70,7 @@ struct NodeState::FragSlot {
   struct Entry {
     std::weak_ptr<const Workload> workload;
     bool checkCpuMemory = false;
+    bool scoreCpuMemory = false;
     double value = 0;
   };
   std::atomic<std::shared_ptr<const Entry>> entry;
@@ -193,10 +194,14 @@ double NodeState::cachedFragmentation(const WorkloadPtr& workload,
     return !w.owner_before(workload) && !workload.owner_before(w);
   };
   std::shared_ptr<const FragSlot::Entry> e = cache_->entry.load(std::memory_order_acquire);
-  if (e && e->checkCpuMemory == options.checkCpuMemory && sameOwner(e->workload)) return e->value;
+  if (e && e->checkCpuMemory == options.checkCpuMemory &&
+      e->scoreCpuMemory == options.scoreCpuMemory && sameOwner(e->workload)) {
+    return e->value;
+  }
   auto fresh = std::make_shared<FragSlot::Entry>();
   fresh->workload = workload;
   fresh->checkCpuMemory = options.checkCpuMemory;
+  fresh->scoreCpuMemory = options.scoreCpuMemory;
   fresh->value = nodeFragmentation(*this, *workload, options);
   const double value = fresh->value;
   cache_->entry.store(std::move(fresh), std::memory_order_release);

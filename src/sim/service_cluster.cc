@@ -37,7 +37,9 @@ ServiceCluster::ServiceCluster(const Scenario& scenario,
       order_(std::move(candidateOrder)),
       quota_(options.queues ? *options.queues : oneQueue(scenario)),
       mirror_(clock_, options.mirror),
-      service_(mirror_, *scorer_, binder_) {
+      service_(mirror_, *scorer_, binder_),
+      bypassCpuOnly_(options.cpuOnlyPodsBypassExtender),
+      random_(options.mirror.seed) {
   // As serve wires them (serve_runner.cc): /bind picks a fractional pod's GPU as the scorer would.
   mirror_.setScorer(scorer_);
   service_.setFilterMode(options.filterMode);
@@ -79,7 +81,27 @@ int ServiceCluster::pickBest(const std::vector<policy::NodeScore>& scores) const
   return best == nullptr ? -1 : static_cast<int>(index_.at(best->node));
 }
 
+ServiceCluster::Placement ServiceCluster::bindWithoutExtender(policy::Pod pod) {
+  Placement out;
+  candidatesFor(pod);
+  if (args_.candidates.empty()) {
+    out.reason = "no node has the CPU and memory";
+    return out;
+  }
+  std::uniform_int_distribution<std::size_t> pick(0, args_.candidates.size() - 1);
+  const std::size_t i = index_.at(args_.candidates[pick(random_)]);
+  pod.nodeName = scenario_.nodes[i].name;
+  pod.phase = policy::PodPhase::kRunning;
+  cpuFree_[i] -= pod.cpuMilli;
+  memoryFree_[i] -= pod.memoryBytes;
+  held_[pod.uid] = Held{i, pod.cpuMilli, pod.memoryBytes};
+  mirror_.upsertPod(std::move(pod));
+  out.node = static_cast<int>(i);
+  return out;
+}
+
 ServiceCluster::Placement ServiceCluster::schedule(policy::Pod pod) {
+  if (bypassCpuOnly_ && pod.gpus == 0) return bindWithoutExtender(std::move(pod));
   Placement out;
   if (const std::string queue = queueFor(quota_, pod.name);
       !queue.empty() && pod.labels.count(kQueueLabel) == 0)

@@ -8,7 +8,7 @@ namespace gpufair::state {
 Mirror::Mirror(ClockPtr clock, MirrorOptions options)
     : clock_(std::move(clock)),
       options_(options),
-      builder_(SnapshotBuilderOptions{options.fit, options.seed, options.workloadDecay,
+      builder_(SnapshotBuilderOptions{options.fit, options.seed, options.learning,
                                       options.workloadRepublishDistance}) {
   cache_.setOfferedIsDemand(options.offeredPodsAreDemand);
 }

@@ -7,7 +7,7 @@
 namespace gpufair::state {
 
 SnapshotBuilder::SnapshotBuilder(SnapshotBuilderOptions options)
-    : options_(options), learned_(options.workloadDecay) {}
+    : options_(options), learned_(options.learning.decay) {}
 
 void SnapshotBuilder::upsertNode(policy::Node node) {
   dirty_.node(node.name);
@@ -32,8 +32,10 @@ void SnapshotBuilder::replaceNodes(std::vector<policy::Node> nodes) {
 }
 
 void SnapshotBuilder::observe(const policy::Pod& pod) {
-  if (pod.gpus <= 0 || pod.isFinished()) return;
-  learned_.observe(pod);
+  if (pod.isFinished() || (pod.gpus <= 0 && !options_.learning.cpuOnlyPods)) return;
+  policy::PodShape shape = policy::PodShape::of(pod);
+  if (options_.learning.ignoreMemory) shape.memoryBytes = 0;
+  learned_.observe(shape);
   if (!fixedWorkload_) workloadDirty_ = true;
 }
 
@@ -73,7 +75,7 @@ void SnapshotBuilder::publishWorkload() {
     publishedLearned_ = false;
     return;
   }
-  auto next = std::make_shared<const policy::Workload>(learned_.distribution());
+  auto next = std::make_shared<const policy::Workload>(learned_.distribution(options_.learning.coverage));
   // An empty workload is always replaced: no target at all is not a small difference.
   if (publishedWorkload_ && publishedLearned_ && !publishedWorkload_->empty() &&
       distance(*publishedWorkload_, *next) <= options_.workloadRepublishDistance) {

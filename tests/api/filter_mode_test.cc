@@ -112,6 +112,46 @@ TEST_F(FilterModeTest, ReservedNodesWinInEveryMode) {
   EXPECT_EQ(other.at("NodeNames"), json::array({"gpu-node-2"}));
 }
 
+// serve's mirror scores CPU and memory (FitOptions::scoreCpuMemory) but leaves their fit to
+// kube-scheduler, whose accounting (overheads, init containers) may differ: a node the mirror
+// counts as out of CPU and memory is never refused by /filter, in any mode, nor by /bind.
+TEST(FilterCpuMemoryTest, ScoredButNeverRefused) {
+  for (FilterMode mode : {FilterMode{}, FilterMode{2}, FilterMode{1}}) {
+    SCOPED_TRACE(mode.name());
+    Cluster cluster;
+    ASSERT_TRUE(cluster.mirror.snapshot()->fitOptions().scoreCpuMemory) << "serve's default";
+    ASSERT_FALSE(cluster.mirror.snapshot()->fitOptions().checkCpuMemory);
+    cluster.mirror.upsertNode(testing::MakeNode("cpu-full").gpus(8).cpu(8).memGi(64));
+    cluster.mirror.upsertPod(testing::MakePod("team-a", "web").cpu(8).memGi(64).on("cpu-full"));
+    const policy::NodeState* full = cluster.mirror.snapshot()->findNode("cpu-full");
+    ASSERT_NE(full, nullptr);
+    ASSERT_EQ(full->cpuFree(), 0);
+    ASSERT_EQ(full->memoryFree(), 0);
+    ExtenderService service{cluster.mirror, *cluster.scorer, cluster.binder};
+    service.setFilterMode(mode);
+    json pod = podJson("team-a", "p", "uid-p", 2);
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "4";
+    pod["spec"]["containers"][0]["resources"]["requests"]["memory"] = "8Gi";
+    // kube-scheduler found only cpu-full feasible: gpufair agrees.
+    const json only = parseJson(
+        service.handle(Request{"POST", "/filter", filterArgs(pod, {"cpu-full"}).dump()}).body);
+    EXPECT_EQ(only.at("NodeNames"), json::array({"cpu-full"})) << only.dump();
+    EXPECT_TRUE(only.at("FailedNodes").empty()) << only.dump();
+    if (mode.keep == 0) {
+      const json all = parseJson(
+          service
+              .handle(Request{"POST", "/filter",
+                              filterArgs(pod, {"gpu-node-1", "gpu-node-2", "cpu-full"}).dump()})
+              .body);
+      EXPECT_EQ(all.at("NodeNames"), json::array({"gpu-node-1", "gpu-node-2", "cpu-full"}));
+    }
+    const json bind = {
+        {"PodName", "p"}, {"PodNamespace", "team-a"}, {"PodUID", "uid-p"}, {"Node", "cpu-full"}};
+    const json bound = parseJson(service.handle(Request{"POST", "/bind", bind.dump()}).body);
+    EXPECT_EQ(bound.value("Error", "?"), "") << bound.dump();
+  }
+}
+
 // A gang's first /filter reserves a node for every member (policy::planGang). In every mode each
 // member is answered a node its gang holds, first, binds there, and the gang takes all it held.
 TEST(FilterModeGangTest, EachMemberIsAnsweredItsGangsNodeInEveryMode) {

@@ -67,10 +67,14 @@ TEST(Fragmentation, ModelCpuAndMemoryMakeATaskUnableToRun) {
   hungry.cpuMilli = 16000;
   // CPU counts only when asked (offline simulation).
   EXPECT_DOUBLE_EQ(shapeFragmentation(FreeResources::of(node), hungry), 0.0);
-  EXPECT_DOUBLE_EQ(shapeFragmentation(FreeResources::of(node), hungry, {true}), 2000.0);
+  EXPECT_DOUBLE_EQ(shapeFragmentation(FreeResources::of(node), hungry,
+                                      {.checkCpuMemory = true, .scoreCpuMemory = false}),
+                   2000.0);
   PodShape big = whole(1);
   big.memoryBytes = testing::MakePod("a", "x").memGi(64).obj().memoryBytes;
-  EXPECT_DOUBLE_EQ(shapeFragmentation(FreeResources::of(node), big, {true}), 2000.0);
+  EXPECT_DOUBLE_EQ(shapeFragmentation(FreeResources::of(node), big,
+                                      {.checkCpuMemory = true, .scoreCpuMemory = false}),
+                   2000.0);
 }
 
 TEST(Fragmentation, EmptyOrFullNodesAreNotFragmented) {
@@ -138,6 +142,45 @@ TEST(Workload, GroupsNormalizesAndIndexesNeeds) {
   EXPECT_NEAR(fromPods.shapes()[0].weight + fromPods.shapes()[1].weight, 1.0, 1e-12);
 }
 
+// serve leaves CPU and memory to kube-scheduler's fit but may measure them (scoreCpuMemory): GPUs
+// free on a node whose CPU is exhausted are lost to every shape that needs CPU.
+TEST(Fragmentation, ScoringCpuMemoryCountsGpusStrandedByCpu) {
+  // 4 GPUs, 8 cores; a CPU-only pod holds 6 cores: 4000 milli-GPUs free, 2 cores free.
+  NodeState node(MakeNode("n").gpus(4).cpu(8).memGi(64),
+                 {std::make_shared<const Pod>(MakePod("a", "cpu-only").cpu(6).on("n"))}, 1);
+  PodShape oneGpu = whole(1);
+  oneGpu.cpuMilli = 4000;
+  const Workload w({{oneGpu, 1.0}});
+  const FitOptions fitOnly{.checkCpuMemory = false, .scoreCpuMemory = false};
+  const FitOptions scored{.checkCpuMemory = false, .scoreCpuMemory = true};
+  EXPECT_FALSE(fitOnly.measuresCpuMemory());
+  EXPECT_TRUE(scored.measuresCpuMemory());
+  // Not measured: every GPU is whole and free, nothing is lost.
+  EXPECT_DOUBLE_EQ(nodeFragmentation(node, w, fitOnly), 0.0);
+  // Measured: 2 cores < 4, so all 4000 free milli-GPUs are lost.
+  EXPECT_DOUBLE_EQ(nodeFragmentation(node, w, scored), 4000.0);
+  auto workload = std::make_shared<const Workload>(w);
+  EXPECT_DOUBLE_EQ(nodeFragmentation(node, workload, fitOnly), 0.0);  // cached per option set
+  EXPECT_DOUBLE_EQ(nodeFragmentation(node, workload, scored), 4000.0);
+
+  // Placing a 1-GPU, 1-core pod on an 8-core node with 4 GPUs free: 7 cores left, the 3 GPUs
+  // left still fit the shape (dF = 0). A 1-GPU pod taking 5 cores leaves 3 < 4: the 3 GPUs left
+  // are lost (dF = 3000 - 0).
+  NodeState empty(MakeNode("e").gpus(4).cpu(8).memGi(64), {}, 1);
+  const Pod light = MakePod("a", "light").gpus(1).cpu(1);
+  const Pod heavy = MakePod("a", "heavy").gpus(1).cpu(5);
+  EXPECT_DOUBLE_EQ(fragmentationDelta(empty, light, workload, scored), 0.0);
+  EXPECT_DOUBLE_EQ(fragmentationDelta(empty, heavy, workload, scored), 3000.0);
+  EXPECT_DOUBLE_EQ(fragmentationDelta(empty, heavy, workload, fitOnly), 0.0);
+
+  // A node whose allocatable CPU and memory are unknown (0) is not limited by them when only
+  // scored; checked in fit, 0 means none.
+  NodeState unknown(MakeNode("u").gpus(4), {}, 1);
+  EXPECT_DOUBLE_EQ(nodeFragmentation(unknown, w, scored), 0.0);
+  EXPECT_DOUBLE_EQ(nodeFragmentation(unknown, w, {.checkCpuMemory = true, .scoreCpuMemory = false}),
+                   4000.0);
+}
+
 TEST(WorkloadModel, DecaysOlderObservations) {
   WorkloadModel m(0.5);
   m.observe(whole(1));    // weight 1
@@ -154,6 +197,24 @@ TEST(WorkloadModel, DecaysOlderObservations) {
   m.observe(whole(8), 10);
   EXPECT_EQ(m.size(), 2u);  // whole(1): 0.25/1024 < 1e-3 is forgotten, share: 1.5/1024 kept
   EXPECT_TRUE(WorkloadModel().distribution().empty());
+}
+
+TEST(WorkloadModel, DistributionKeepsThePopularShapesCoveringAShare) {
+  WorkloadModel m(1.0);  // no decay: plain counts
+  for (int i = 0; i < 6; ++i) m.observe(whole(1));
+  for (int i = 0; i < 3; ++i) m.observe(share(500));
+  m.observe(whole(8));  // counts 6, 3, 1 of 10
+  EXPECT_EQ(m.distribution().shapes().size(), 3u);
+  EXPECT_EQ(m.distribution(1.0).shapes().size(), 3u);
+  // 80 %: whole(1) covers 6, then share(500) 9 >= 8: whole(8) is left out; weights renormalized.
+  const Workload w = m.distribution(0.8);
+  ASSERT_EQ(w.shapes().size(), 2u);
+  for (const auto& s : w.shapes()) {
+    EXPECT_NEAR(s.weight, s.shape == whole(1) ? 6.0 / 9 : 3.0 / 9, 1e-12);
+  }
+  // 50 %: the most popular alone; any coverage keeps at least one shape.
+  EXPECT_EQ(m.distribution(0.5).shapes().size(), 1u);
+  EXPECT_EQ(m.distribution(0.0).shapes().size(), 1u);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "gpufair/sim/service_replay.h"
 
 #include <numeric>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -69,6 +70,7 @@ TEST(ServiceReplay, AgreesWithThePaperModeWhenTheWorkloadIsGiven) {
       service.cluster.workload = slice.workload;
       service.cluster.mirror.fit.checkCpuMemory = true;
       service.cluster.filterMode = api::FilterMode{1};
+      service.cluster.cpuOnlyPodsBypassExtender = false;  // the paper's scorer places them too
       service.measureWorkload = slice.workload;
       auto got = replayService(slice.scenario, slice.order, service);
       ASSERT_TRUE(got.ok()) << got.error();
@@ -166,6 +168,44 @@ TEST(ServiceCluster, NodesWithoutTheCpuAreNoCandidates) {
   auto placed = cluster.schedule(tooBig);
   EXPECT_EQ(placed.node, -1);
   EXPECT_THAT(placed.reason, HasSubstr("CPU"));
+}
+
+// As serve is deployed, a pod without GPUs never reaches gpufair (managedResources): kube-scheduler
+// binds it to a random node with the CPU and memory, and the mirror sees it bound from the watch.
+// With cpuOnlyPodsBypassExtender off it goes through the extender.
+TEST(ServiceCluster, PodsWithoutGpusArePlacedByKubeSchedulerAlone) {
+  auto s = scenarioFromRows({node("small", 4, 2000), node("a", 4), node("b", 4)},
+                            {pod("web", 0, 0, 4000)}, "cpu-only");
+  ASSERT_TRUE(s.ok());
+  std::set<std::string> chosen;
+  for (std::uint64_t seed = 1; seed <= 16; ++seed) {
+    ServiceClusterOptions options;
+    options.mirror.seed = seed;
+    ASSERT_TRUE(options.cpuOnlyPodsBypassExtender) << "serve's deployment is the default";
+    ServiceCluster cluster(*s, policy::makeScorer("fgdm"), {0, 1, 2}, options);
+    const auto placed = cluster.schedule(s->templates[0]);
+    ASSERT_GE(placed.node, 0);
+    const std::string& name = s->nodes[static_cast<std::size_t>(placed.node)].name;
+    EXPECT_NE(name, "small") << "never the node without the CPU";
+    chosen.insert(name);
+    const policy::PodPtr stored = cluster.mirror().findPod(s->templates[0].uid);
+    ASSERT_NE(stored, nullptr);
+    EXPECT_EQ(stored->nodeName, name);
+    EXPECT_EQ(cluster.snapshot()->findNode(stored->nodeName)->cpuUsed(), 4000);
+  }
+  EXPECT_EQ(chosen, (std::set<std::string>{"a", "b"})) << "a random node among those with room";
+
+  // Through the extender, every node ties for it (no GPU to fragment) and the first candidate
+  // in the given order wins, whatever the seed.
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    ServiceClusterOptions viaExtender;
+    viaExtender.mirror.seed = seed;
+    viaExtender.cpuOnlyPodsBypassExtender = false;
+    ServiceCluster cluster(*s, policy::makeScorer("fgdm"), {0, 1, 2}, viaExtender);
+    const auto placed = cluster.schedule(s->templates[0]);
+    ASSERT_EQ(placed.node, 0);
+    EXPECT_EQ(s->nodes[0].name, "a");
+  }
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ class SnapshotBuilderTest : public ::testing::Test {
   }
 
   QuotaConfig quota_;
-  SnapshotBuilder builder_{SnapshotBuilderOptions{{}, 7, 0.999, kWorkloadRepublishDistance}};
+  SnapshotBuilder builder_{SnapshotBuilderOptions{{}, 7, {}, kWorkloadRepublishDistance}};
   PodCache cache_{builder_.dirty()};
   ReservationBook book_{builder_.dirty()};
   Timestamp now_ = testing::ManualClock().now();
@@ -196,13 +196,68 @@ TEST_F(SnapshotBuilderTest, TheLearnedWorkloadIsRepublishedOnlyWhenItMoved) {
   EXPECT_EQ(third->workload()->shapes().size(), 2u);
 
   // Distance 0: every new pod publishes (the behaviour before).
-  SnapshotBuilder eager(SnapshotBuilderOptions{{}, 7, 0.999, 0.0});
+  SnapshotBuilder eager(SnapshotBuilderOptions{{}, 7, {}, 0.0});
   PodCache cache{eager.dirty()};
   ReservationBook book{eager.dirty()};
   for (int i = 0; i < 100; ++i) eager.observe(MakePod("team-a", "a").gpus(1));
   const auto before = eager.build(cache, book, quota_);
   eager.observe(MakePod("team-a", "b").gpus(2));
   EXPECT_NE(eager.build(cache, book, quota_)->workload(), before->workload());
+}
+
+// The learned workload after a known sequence of pods (decay 0.5 per pod counted), with CPU-only
+// pods counted, memory left out of shapes and 80 % coverage published.
+TEST(SnapshotBuilderLearning, HandComputedWorkloadAfterAKnownSequence) {
+  WorkloadLearning learning;
+  learning.decay = 0.5;
+  learning.cpuOnlyPods = true;
+  learning.ignoreMemory = true;
+  learning.coverage = 0.8;
+  SnapshotBuilder builder(SnapshotBuilderOptions{{}, 7, learning});
+  QuotaConfig quota;
+  PodCache cache(builder.dirty());
+  ReservationBook book(builder.dirty());
+  builder.observe(MakePod("a", "g1").gpus(1).cpu(4).memGi(16));  // G: 1
+  builder.observe(MakePod("a", "c1").cpu(2));                    // G: 0.5, C: 1
+  builder.observe(MakePod("a", "g2").gpus(1).cpu(4).memGi(32));  // same shape without memory
+                                                                 // G: 1.25, C: 0.5
+  builder.observe(MakePod("a", "s1").share(0.5).cpu(1));         // G: 0.625, C: 0.25, S: 1
+  policy::Pod done = MakePod("a", "done").gpus(8).cpu(1);
+  done.phase = policy::PodPhase::kSucceeded;
+  builder.observe(done);  // finished: not counted, no decay step
+  // Total 1.875; 80 % = 1.5: S (1) then G (1.625) cover it, C is left out.
+  const auto workload = builder.build(cache, book, quota)->workload();
+  ASSERT_NE(workload, nullptr);
+  ASSERT_EQ(workload->shapes().size(), 2u);
+  for (const auto& w : workload->shapes()) {
+    EXPECT_EQ(w.shape.memoryBytes, 0);
+    if (w.shape.isFractional()) {
+      EXPECT_EQ(w.shape.gpuShare, 500);
+      EXPECT_EQ(w.shape.cpuMilli, 1000);
+      EXPECT_NEAR(w.weight, 1.0 / 1.625, 1e-12);
+    } else {
+      EXPECT_EQ(w.shape.gpuCount, 1);
+      EXPECT_EQ(w.shape.cpuMilli, 4000);
+      EXPECT_NEAR(w.weight, 0.625 / 1.625, 1e-12);
+    }
+  }
+  // Coverage 1 publishes the CPU-only shape too: 0.25 of 1.875.
+  learning.coverage = 1.0;
+  SnapshotBuilder all(SnapshotBuilderOptions{{}, 7, learning});
+  all.observe(MakePod("a", "g1").gpus(1).cpu(4).memGi(16));
+  all.observe(MakePod("a", "c1").cpu(2));
+  all.observe(MakePod("a", "g2").gpus(1).cpu(4).memGi(32));
+  all.observe(MakePod("a", "s1").share(0.5).cpu(1));
+  PodCache cache2(all.dirty());
+  ReservationBook book2(all.dirty());
+  const auto full = all.build(cache2, book2, quota)->workload();
+  ASSERT_EQ(full->shapes().size(), 3u);
+  for (const auto& w : full->shapes()) {
+    if (w.shape.gpusUsed() == 0) {
+      EXPECT_EQ(w.shape.cpuMilli, 2000);
+      EXPECT_NEAR(w.weight, 0.25 / 1.875, 1e-12);
+    }
+  }
 }
 
 }  // namespace

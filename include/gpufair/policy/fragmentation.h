@@ -4,7 +4,8 @@
 // one GPU, allowed GPU models) with popularity p_m (summing to 1). For a node n, the fragmentation
 // measured by one shape, F_n(m), is the free GPU capacity on n that a task of shape m cannot use:
 //   - all of n's free milli-GPUs if m cannot run on n at all (too few GPUs with enough room, a GPU
-//     model m does not allow, or - when FitOptions::checkCpuMemory - too little CPU or memory);
+//     model m does not allow, or - when FitOptions::measuresCpuMemory() - too little CPU or
+//     memory);
 //   - otherwise the free milli-GPUs of the individual GPUs that have less room than m needs of one
 //     GPU (its share, or a whole GPU).
 // A shape without GPUs cannot use any GPU: it counts all free milli-GPUs.
@@ -88,8 +89,9 @@ class WorkloadModel {
   explicit WorkloadModel(double decay = 0.999, double forgetBelow = 1e-3);
   void observe(const PodShape& shape, double steps = 1.0);
   void observe(const Pod& pod, double steps = 1.0) { observe(PodShape::of(pod), steps); }
-  // The normalized distribution (empty before any observation).
-  Workload distribution() const;
+  // The normalized distribution (empty before any observation) of the most popular shapes, kept
+  // until they cover `coverage` of the total weight (1: all; ties in shape order).
+  Workload distribution(double coverage = 1.0) const;
   double totalWeight() const;
   std::size_t size() const { return weights_.size(); }
 

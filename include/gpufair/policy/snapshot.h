@@ -31,6 +31,14 @@ using WorkloadPtr = std::shared_ptr<const Workload>;
 // an offline simulation must.
 struct FitOptions {
   bool checkCpuMemory = false;
+  // Whether the fragmentation measure (and so fgd's scores) counts CPU and memory even when fit
+  // leaves them to kube-scheduler: a shape the node's free CPU or memory cannot hold loses all
+  // the node's free GPUs. Never read by fit, filter or admission. Implied by checkCpuMemory. In
+  // the measure only, a node whose allocatable CPU (memory) is 0, i.e. unknown, is not limited
+  // by it.
+  bool scoreCpuMemory = false;
+  // The measure's view of CPU and memory: checked in fit, or only scored.
+  bool measuresCpuMemory() const { return checkCpuMemory || scoreCpuMemory; }
 };
 
 // A snapshot's extras beyond nodes, pods and quotas.

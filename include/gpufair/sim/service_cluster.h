@@ -2,7 +2,8 @@
 // an in-process state::Mirror, api::MemoryBinder and api::ExtenderService wired as `gpufair serve
 // --cluster` wires them (the scorer set on the mirror for a fractional pod's GPU, no decision gate,
 // the workload learned online from the pods offered unless one is given), driven the way
-// kube-scheduler drives an extender:
+// kube-scheduler drives an extender (pods without GPUs never reach it by default: see
+// cpuOnlyPodsBypassExtender):
 //   1. its own NodeResourcesFit: only nodes with the pod's CPU and memory free are candidates;
 //   2. /filter with the candidates' names, in the caller's candidate order;
 //   3. /prioritize when more than one node passes: the highest score wins, ties going to the first
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,13 +38,22 @@
 namespace gpufair::sim {
 
 struct ServiceClusterOptions {
-  // The mirror's options; serve's defaults (fit: CPU and memory are left to kube-scheduler).
+  // The mirror's options; serve's defaults (fit: CPU and memory are left to kube-scheduler, the
+  // fragmentation measure counts them; the workload learned as WorkloadLearning's defaults).
   state::MirrorOptions mirror{};
   api::FilterMode filterMode{};  // serve --filter-mode
   // Null: learned online from the pods offered, as serve learns it. Else fixed (paper protocol).
   policy::WorkloadPtr workload;
   // None: one queue ("default") deserving the whole cluster's GPUs. Else the queues of a file.
   std::optional<QuotaConfig> queues;
+  // Whether pods without GPUs bypass the extender, as in serve: the scheduler config's
+  // managedResources (nvidia.com/gpu, gpufair.io/gpu-milli) never send them to gpufair, and the
+  // gpufair profile's score plugins all tie for them (NodeResourcesFit and BalancedAllocation
+  // scores are disabled), so kube-scheduler binds them to a node drawn at random among those
+  // with the CPU and memory (seeded by mirror.seed); the mirror learns of them from the watch.
+  // False: they go through filter -> prioritize -> bind like GPU pods (the paper's protocol, or a
+  // deployment that sends every pod to gpufair).
+  bool cpuOnlyPodsBypassExtender = true;
 };
 
 // Simulated time: what the caller last set (the epoch at first). Thread-safe.
@@ -98,6 +109,8 @@ class ServiceCluster {
   // kube-scheduler's NodeResourcesFit over the candidate order: the names of the nodes with room.
   void candidatesFor(const policy::Pod& pod);
   int pickBest(const std::vector<policy::NodeScore>& scores) const;
+  // kube-scheduler alone: a random node with room, bound; the mirror sees it from the watch.
+  Placement bindWithoutExtender(policy::Pod pod);
 
   const Scenario& scenario_;
   std::shared_ptr<SimClock> clock_ = std::make_shared<SimClock>();
@@ -112,6 +125,8 @@ class ServiceCluster {
   std::unordered_map<std::string_view, std::size_t> index_;  // node name -> index
   std::unordered_map<std::string, Held> held_;               // uid -> what it holds
   api::ExtenderArgs args_;                                   // reused across pods
+  bool bypassCpuOnly_ = false;
+  std::mt19937_64 random_;  // kube-scheduler's choice among equal scores
 };
 
 }  // namespace gpufair::sim

@@ -48,12 +48,14 @@ struct GangView;
 struct MirrorOptions {
   std::chrono::seconds assumeTtl{30};
   std::chrono::seconds pendingTtl{15 * 60};
-  // Published in every snapshot (ClusterSnapshot::options()).
-  policy::FitOptions fit{};
+  // Published in every snapshot (ClusterSnapshot::options()). serve's default: CPU and memory are
+  // left to kube-scheduler's fit, but the fragmentation measure (fgd's scores) counts them.
+  policy::FitOptions fit{.checkCpuMemory = false, .scoreCpuMemory = true};
   std::uint64_t seed = 0;
-  // The target workload (fgd) is learned from the GPU pods the mirror sees pending: each new pod
-  // is one step of decay (policy::WorkloadModel). setWorkload() fixes it instead.
-  double workloadDecay = 0.999;
+  // The target workload (fgd) is learned from the pods the mirror sees (pending, or already
+  // placed when first listed): each new pod is one step of decay (policy::WorkloadModel); see
+  // WorkloadLearning. setWorkload() fixes it instead.
+  WorkloadLearning learning{};
   // How far the learned workload moves before snapshots publish it again (see
   // SnapshotBuilderOptions::workloadRepublishDistance).
   double workloadRepublishDistance = kWorkloadRepublishDistance;

@@ -35,10 +35,24 @@ namespace gpufair::state {
 
 inline constexpr double kWorkloadRepublishDistance = 0.02;
 
+// How the target workload is learned from the pods observed (each counted once, when first seen):
+// a policy::WorkloadModel of their shapes, one step of decay per pod counted.
+struct WorkloadLearning {
+  double decay = 0.999;
+  // Whether pods without GPUs count too (the paper's typical pods include them).
+  bool cpuOnlyPods = false;
+  // Whether shapes leave memory out (as the paper's typical pods do), so pods that differ only
+  // in memory count as one shape.
+  bool ignoreMemory = false;
+  // The published distribution keeps the most popular shapes until they cover this share of the
+  // learned weight (1: every shape), as the paper's typical pods keep 95 % of the pod list.
+  double coverage = 1.0;
+};
+
 struct SnapshotBuilderOptions {
   policy::FitOptions fit{};
   std::uint64_t seed = 0;
-  double workloadDecay = 0.999;  // one step of decay per newly observed GPU pod
+  WorkloadLearning learning{};
   // The learned workload is published again only once it has moved from the one published by
   // more than this total-variation distance (half the sum of |p - q| over the shapes, 0..1; a
   // published empty workload is always replaced). A new workload makes every node's cached
@@ -64,8 +78,9 @@ class SnapshotBuilder {
   void deleteNode(std::string_view name);
   void replaceNodes(std::vector<policy::Node> nodes);  // every node is rebuilt
 
-  // The target workload: each GPU pod seen for the first time is one step of the learned model;
-  // setWorkload fixes it instead (null: back to learning).
+  // The target workload: each pod seen for the first time (a GPU pod, or any pod with
+  // learning.cpuOnlyPods; not a finished one) is one step of the learned model; setWorkload fixes
+  // it instead (null: back to learning).
   void observe(const policy::Pod& pod);
   void setWorkload(policy::WorkloadPtr workload);
 
