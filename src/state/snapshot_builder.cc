@@ -75,7 +75,8 @@ void SnapshotBuilder::publishWorkload() {
     publishedLearned_ = false;
     return;
   }
-  auto next = std::make_shared<const policy::Workload>(learned_.distribution(options_.learning.coverage));
+  auto next =
+      std::make_shared<const policy::Workload>(learned_.distribution(options_.learning.coverage));
   // An empty workload is always replaced: no target at all is not a small difference.
   if (publishedWorkload_ && publishedLearned_ && !publishedWorkload_->empty() &&
       distance(*publishedWorkload_, *next) <= options_.workloadRepublishDistance) {

@@ -213,7 +213,7 @@ TEST(SnapshotBuilderLearning, HandComputedWorkloadAfterAKnownSequence) {
   learning.cpuOnlyPods = true;
   learning.ignoreMemory = true;
   learning.coverage = 0.8;
-  SnapshotBuilder builder(SnapshotBuilderOptions{{}, 7, learning});
+  SnapshotBuilder builder(SnapshotBuilderOptions{{}, 7, learning, kWorkloadRepublishDistance});
   QuotaConfig quota;
   PodCache cache(builder.dirty());
   ReservationBook book(builder.dirty());
@@ -243,7 +243,7 @@ TEST(SnapshotBuilderLearning, HandComputedWorkloadAfterAKnownSequence) {
   }
   // Coverage 1 publishes the CPU-only shape too: 0.25 of 1.875.
   learning.coverage = 1.0;
-  SnapshotBuilder all(SnapshotBuilderOptions{{}, 7, learning});
+  SnapshotBuilder all(SnapshotBuilderOptions{{}, 7, learning, kWorkloadRepublishDistance});
   all.observe(MakePod("a", "g1").gpus(1).cpu(4).memGi(16));
   all.observe(MakePod("a", "c1").cpu(2));
   all.observe(MakePod("a", "g2").gpus(1).cpu(4).memGi(32));
