@@ -92,13 +92,22 @@ std::optional<ConsolidationOutcome> Planner::scan() {
     const MilliGpu free = static_cast<MilliGpu>(whole) * kMilliPerGpu;
     freeTotal_ += free;
     largestFree_ = std::max(largestFree_, free);
-    targets_.push_back({i, std::max(need - whole, 0), 0});
+    if (whole >= need) {  // its GPUs are free here, its CPU or memory not: no GPU fragmentation
+      if (cpuShortNode_.empty()) cpuShortNode_ = nodes[i]->name();
+      continue;
+    }
+    targets_.push_back({i, need - whole, 0});
   }
   // Whole GPUs free on nodes too small for the pod count too: movers may go there.
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (usable(i) && nodes[i]->allocatable() < pod_.gpus) {
       freeTotal_ += static_cast<MilliGpu>(log_.wholeGpusFor(i, pod_)) * kMilliPerGpu;
     }
+  }
+  if (targets_.empty() && !cpuShortNode_.empty()) {
+    return outcome(Kind::kNotFragmented,
+                   "its GPUs are free on node " + cpuShortNode_ +
+                       " but not the CPU or memory it asks for: it waits on those, not on GPUs");
   }
   if (targets_.empty()) {
     return outcome(Kind::kNotFragmented, "no node it may use has " + gpusText(pod_.gpus) +
@@ -219,6 +228,7 @@ std::string Planner::noPlanReason() const {
     why.push_back(std::to_string(noController_.size()) + " without a controller to recreate them");
   }
   if (refitFailed_) why.push_back("movers would fit on no other node");
+  if (targetCpuShort_) why.push_back("the freed node would lack the pod's CPU or memory");
   for (std::size_t i = 0; i < why.size(); ++i) text += (i == 0 ? ": " : ", ") + why[i];
   return text;
 }

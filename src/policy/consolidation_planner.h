@@ -68,6 +68,9 @@ class Planner {
   // --- consolidation_search.cc
   bool usable(std::size_t node) const;  // takes new pods, allowed model, not excluded
   bool fitsPod(std::size_t node, const Pod& pod) const;  // on the undo log's working copy
+  // CPU and memory on the working copy: always when the snapshot's fit options check them, else
+  // (serve leaves them to kube-scheduler) where the node's allocatable is known (non-zero).
+  bool fitsCpuMemory(std::size_t node, const Pod& pod) const;
   // Whether `pod` may move now (isMovable, and the rules of the moment); counts why not.
   bool mayMove(const Pod& pod);
   const std::vector<PodPtr>& gangMembers(const std::string& key);
@@ -99,8 +102,10 @@ class Planner {
   std::unordered_set<std::string_view> sparedSeen_;
   std::unordered_set<std::string_view> noController_;
   int movableSeen_ = 0;
-  bool refitFailed_ = false;
-  std::vector<int> sizes_;  // scratch for screen()
+  bool refitFailed_ = false;     // movers fit on no other node (GPUs, model, CPU or memory)
+  bool targetCpuShort_ = false;  // moves freed the GPUs, the target lacked CPU or memory
+  std::string cpuShortNode_;     // scan(): a node with the pod's GPUs free but not its CPU/memory
+  std::vector<int> sizes_;       // scratch for screen()
 };
 
 std::string gpusText(MilliGpu m);

@@ -30,13 +30,22 @@ bool Planner::usable(std::size_t node) const {
 bool Planner::fitsPod(std::size_t node, const Pod& pod) const {
   const NodeState& n = *snap_.nodes()[node];
   if (!n.node().takesNewPods() || !pod.allowsModel(n.node().gpuModel)) return false;
-  const FitOptions& fit = snap_.fitOptions();
+  if (!fitsCpuMemory(node, pod)) return false;
   if (pod.isFractional()) {
+    const FitOptions& fit = snap_.fitOptions();
     return log_.changed(node) ? nodeFits(log_.nodeAfter(node), pod, fit) : nodeFits(n, pod, fit);
   }
-  if (log_.wholeGpusFor(node, pod) < pod.gpuCount()) return false;
-  if (!fit.checkCpuMemory) return true;
-  return log_.cpuFree(node) >= pod.cpuMilli && log_.memoryFree(node) >= pod.memoryBytes;
+  return log_.wholeGpusFor(node, pod) >= pod.gpuCount();
+}
+
+bool Planner::fitsCpuMemory(std::size_t node, const Pod& pod) const {
+  const Node& n = snap_.nodes()[node]->node();
+  const bool strict = snap_.fitOptions().checkCpuMemory;
+  if (pod.cpuMilli > 0 && (strict || n.cpuMilli > 0) && log_.cpuFree(node) < pod.cpuMilli) {
+    return false;
+  }
+  return pod.memoryBytes <= 0 || (!strict && n.memoryBytes <= 0) ||
+         log_.memoryFree(node) >= pod.memoryBytes;
 }
 
 bool Planner::mayMove(const Pod& pod) {
@@ -203,6 +212,7 @@ bool Planner::tryChoice(const Target& target, const Choice& choice, NodePlan& pl
   }
   const NodeState& node = *snap_.nodes()[target.index];
   if (!fitsPod(target.index, pod_)) {
+    if (!fitsCpuMemory(target.index, pod_)) targetCpuShort_ = true;
     log_.rollback(mark);
     return false;
   }

@@ -69,20 +69,12 @@ class FaultsTest : public ::testing::Test {
     fake->start();
     kubeconfig = testsupport::writeKubeconfig(*fake, "faults", "x");
     for (int i = 0; i < 4; ++i) fake->create("/api/v1/nodes", k8s::fake::makeNode(node(i), 8));
-    fake->create("/api/v1/namespaces/gpufair-system/configmaps", quotaMap(kQuotas));
+    fake->create("/api/v1/namespaces/gpufair-system/configmaps",
+                 testsupport::quotaConfigMap(kQuotas));
   }
   void TearDown() override { std::remove(kubeconfig.c_str()); }
 
   static std::string node(int i) { return "n" + std::to_string(i); }
-  static json quotaMap(const std::string& queues) {
-    return {{"apiVersion", "v1"},
-            {"kind", "ConfigMap"},
-            {"metadata",
-             {{"name", "queues"},
-              {"namespace", "gpufair-system"},
-              {"labels", {{"gpufair.io/quota-config", "true"}}}}},
-            {"data", {{"queues.yaml", queues}}}};
-  }
   KubeSettings settings() const { return testsupport::testSettings(kubeconfig); }
   std::unique_ptr<Replica> startReplica() {
     auto replica = std::make_unique<Replica>(settings());
@@ -238,7 +230,7 @@ TEST_F(FaultsTest, KubeSchedulerRestartedRetriesBoundPods) {
 TEST_F(FaultsTest, QuotaConfigMapBrokenMidRunKeepsTheLastGoodLimit) {
   auto r = startReplica();
   fake->update("/api/v1/namespaces/gpufair-system/configmaps/queues",
-               quotaMap("queues:\n- name: team-a\n  gpu: {deserved: lots}\n"));
+               testsupport::quotaConfigMap("queues:\n- name: team-a\n  gpu: {deserved: lots}\n"));
   ASSERT_TRUE(waitUntil([&] { return !r->kube->quotaHealthy(); }, 20s));
   createPods("team-a", "a", 8, 2);
   ASSERT_TRUE(waitUntil([&] { return (scheduleAll(*r), truth(true)["team-a"] == 12); }, 20s));

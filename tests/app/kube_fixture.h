@@ -1,5 +1,5 @@
 // What the app tests that run KubeSource against the fake API server share: a kubeconfig file
-// pointing at it, and KubeSettings with short leases.
+// pointing at it, the quota ConfigMap, and KubeSettings with short leases.
 #pragma once
 
 #include <chrono>
@@ -7,6 +7,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "k8s/fake_apiserver.h"
@@ -31,6 +32,17 @@ inline std::string writeKubeconfig(const k8s::fake::FakeApiServer& server, const
 // race to build it, behind a static guard inside libspdlog that ThreadSanitizer cannot see.
 inline void initLoggingBeforeThreads() {
   spdlog::default_logger();
+}
+
+// The quota ConfigMap gpufair reads (gpufair-system, labelled, key queues.yaml).
+inline nlohmann::json quotaConfigMap(const std::string& queuesYaml) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata",
+           {{"name", "queues"},
+            {"namespace", "gpufair-system"},
+            {"labels", {{"gpufair.io/quota-config", "true"}}}}},
+          {"data", {{"queues.yaml", queuesYaml}}}};
 }
 
 // gpufair-system, leases of 3 s (renew deadline 2 s, retry 1 s) so that tests run quickly.

@@ -32,16 +32,6 @@ json gpuPod(const std::string& ns, const std::string& name, int gpus,
   return pod;
 }
 
-json quotaConfigMap(const std::string& queuesYaml) {
-  return {{"apiVersion", "v1"},
-          {"kind", "ConfigMap"},
-          {"metadata",
-           {{"name", "queues"},
-            {"namespace", "gpufair-system"},
-            {"labels", {{"gpufair.io/quota-config", "true"}}}}},
-          {"data", {{"queues.yaml", queuesYaml}}}};
-}
-
 class KubeSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -54,8 +44,8 @@ class KubeSourceTest : public ::testing::Test {
     fake->create("/api/v1/nodes", k8s::fake::makeNode("n1", 8));
     fake->create("/api/v1/namespaces/team-a/pods", gpuPod("team-a", "running", 2, "n1"));
     fake->create("/api/v1/namespaces/gpufair-system/configmaps",
-                 quotaConfigMap("queues:\n- name: team-a\n  namespaces: [team-a]\n"
-                                "  gpu: {deserved: 4, limit: 6}\n"));
+                 testsupport::quotaConfigMap("queues:\n- name: team-a\n  namespaces: [team-a]\n"
+                                             "  gpu: {deserved: 4, limit: 6}\n"));
   }
   void TearDown() override { std::remove(kubeconfig.c_str()); }
 
@@ -128,7 +118,7 @@ TEST_F(KubeSourceTest, ServesFromTheApiServerAndBindsThere) {
 
   // A broken quota change keeps the last good config; a good one applies without a restart.
   fake->update("/api/v1/namespaces/gpufair-system/configmaps/queues",
-               quotaConfigMap("queues:\n- name: team-a\n  gpu: {deserved: -3}\n"));
+               testsupport::quotaConfigMap("queues:\n- name: team-a\n  gpu: {deserved: -3}\n"));
   ASSERT_TRUE(k8s::fake::waitUntil(
       [&] {
         const json readyz = json::parse(service.handle({"GET", "/readyz", ""}).body);
@@ -146,8 +136,8 @@ TEST_F(KubeSourceTest, ServesFromTheApiServerAndBindsThere) {
   }
   EXPECT_EQ(mirror.snapshot()->findQueue("team-a")->quota.gpu.deserved, 4000);
   fake->update("/api/v1/namespaces/gpufair-system/configmaps/queues",
-               quotaConfigMap("queues:\n- name: team-a\n  namespaces: [team-a]\n"
-                              "  gpu: {deserved: 8}\n"));
+               testsupport::quotaConfigMap("queues:\n- name: team-a\n  namespaces: [team-a]\n"
+                                           "  gpu: {deserved: 8}\n"));
   ASSERT_TRUE(k8s::fake::waitUntil(
       [&] { return mirror.snapshot()->findQueue("team-a")->quota.gpu.deserved == 8000; }, 10s));
   EXPECT_THAT(service.handle({"GET", "/readyz", ""}).body,

@@ -269,5 +269,60 @@ TEST(ConsolidationTest, FewestMovesThenFewestGpus) {
   EXPECT_EQ(moved(*one.plan), std::vector<std::string>{"big6 node-1->node-4"});
 }
 
+// Serve leaves CPU and memory to kube-scheduler (fit options off), yet a mover's replacement
+// steered to a node without its memory would wait there: where the nodes' allocatable memory is
+// known, movers go only where it fits. node-1 (4 GPUs free, best fit for a6) has a 0-GPU pod
+// holding 230Gi of its 256Gi: a6 (16Gi) goes to node-2.
+TEST(ConsolidationTest, MoversGoOnlyWhereTheirMemoryFitsWhereTheNodesSayHowMuch) {
+  std::vector<Pod> pods = seed();
+  for (Pod& p : pods) p.memoryBytes = std::int64_t{16} << 30;
+  pods.push_back(MakePod("team-c", "etl").gpus(0).memGi(230).on("node-1").obj());
+  std::vector<Node> nodes = fourNodes();
+  for (Node& n : nodes) n.memoryBytes = std::int64_t{256} << 30;
+  const ConsolidationOutcome out = seedCase(pods, nodes).plan();
+  ASSERT_EQ(out.kind, ConsolidationOutcome::Kind::kPlanned) << out.reason;
+  EXPECT_EQ(moved(*out.plan), std::vector<std::string>{"a6 node-4->node-2"});
+  // Nodes that do not say (allocatable 0, unknown): memory is not checked, best fit as before.
+  const ConsolidationOutcome unknown = seedCase(pods).plan();
+  ASSERT_EQ(unknown.kind, ConsolidationOutcome::Kind::kPlanned) << unknown.reason;
+  EXPECT_EQ(moved(*unknown.plan), std::vector<std::string>{"a6 node-4->node-1"});
+}
+
+// The waiting pod must fit by CPU on its target after the moves: node-4 (a6, the youngest) has a
+// 0-GPU pod holding 40 of its 64 CPUs, too many for big's 32, so a5 leaves node-3 instead. When
+// every freed node would lack its CPU, no plan, and the reason says so.
+TEST(ConsolidationTest, TheWaitingPodFitsByCpuOnItsTarget) {
+  std::vector<Pod> pods = seed();
+  pods.push_back(MakePod("team-c", "etl").gpus(0).cpu(40).on("node-4").obj());
+  std::vector<Node> nodes = fourNodes();
+  for (Node& n : nodes) n.cpuMilli = 64'000;
+  const ConsolidationOutcome out =
+      seedCase(pods, nodes, MakePod("team-b", "big").gpus(8).cpu(32)).plan();
+  ASSERT_EQ(out.kind, ConsolidationOutcome::Kind::kPlanned) << out.reason;
+  EXPECT_EQ(out.plan->node, "node-3");
+  EXPECT_EQ(moved(*out.plan), std::vector<std::string>{"a5 node-3->node-1"});
+  const ConsolidationOutcome none =
+      seedCase(pods, nodes, MakePod("team-b", "big").gpus(8).cpu(65)).plan();
+  EXPECT_EQ(none.kind, ConsolidationOutcome::Kind::kNoPlan);
+  EXPECT_NE(none.reason.find("the freed node would lack the pod's CPU or memory"),
+            std::string::npos)
+      << none.reason;
+}
+
+// A pod whose GPUs are free on a node short of its CPU does not wait on GPU fragmentation: moving
+// GPU pods is not planned for it (it fitted "now" before CPU was looked at).
+TEST(ConsolidationTest, FreeGpusShortOfCpuAreNotFragmentation) {
+  // node-1: 7 GPUs and 4 CPUs free; node-2 is too small for the pod (2 GPUs).
+  std::vector<Node> nodes = {MakeNode("node-1").gpus(10).cpu(64), MakeNode("node-2").gpus(2)};
+  std::vector<Pod> pods = {ran(aPod("a1", "node-1").cpu(60).movable(), 500)};
+  const ConsolidationOutcome out =
+      seedCase(pods, nodes, MakePod("team-b", "big").gpus(4).cpu(8)).plan();
+  EXPECT_EQ(out.kind, ConsolidationOutcome::Kind::kNotFragmented) << out.reason;
+  EXPECT_FALSE(out.fragmented());
+  EXPECT_NE(out.reason.find("its GPUs are free on node node-1 but not the CPU or memory"),
+            std::string::npos)
+      << out.reason;
+}
+
 }  // namespace
 }  // namespace gpufair::policy

@@ -1,5 +1,6 @@
 #include "gpufair/sim/service_replay.h"
 
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -114,6 +115,29 @@ TEST(ServiceReplay, UnknownScorerIsAnError) {
   auto got = replayService(*s, inOrder(1), options);
   ASSERT_FALSE(got.ok());
   EXPECT_THAT(got.error(), HasSubstr("nope"));
+}
+
+// The rule that puts replayed pods in queues: FNV-1a (64-bit) of the pod's name, modulo the number
+// of queues, in the file's order. Pinned to the published FNV-1a vector and to names worked out
+// by hand, so a replay's queue assignment stays the same across builds and machines; with no
+// queues, none; over many names every queue gets its part.
+TEST(ServiceCluster, QueueOfAPodIsTheHashOfItsNameModuloTheQueues) {
+  EXPECT_EQ(fnv1a(""), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(fnv1a("a"), 0xaf63dc4c8601ec8cULL);
+  auto quota = config::parseQuotaYaml(
+      "queues:\n- name: q0\n  namespaces: [q0]\n- name: q1\n  namespaces: [q1]\n"
+      "- name: q2\n  namespaces: [q2]\n",
+      "queues.yaml");
+  ASSERT_TRUE(quota.ok()) << quota.error();
+  EXPECT_EQ(queueFor(*quota, "c"), "q0");  // 0xaf63de4c8601eff2 % 3 == 0
+  EXPECT_EQ(queueFor(*quota, "a"), "q1");  // 0xaf63dc4c8601ec8c % 3 == 1
+  EXPECT_EQ(queueFor(*quota, "x"), "q2");  // 0xaf63f54c86021707 % 3 == 2
+  EXPECT_EQ(queueFor(*quota, "train-0"), "q2");
+  EXPECT_EQ(queueFor(QuotaConfig{}, "a"), "");
+  std::map<std::string, int> count;
+  for (int i = 0; i < 3000; ++i) ++count[queueFor(*quota, "pod-" + std::to_string(i))];
+  ASSERT_EQ(count.size(), 3U);
+  for (const auto& [queue, n] : count) EXPECT_NEAR(n, 1000, 150) << queue;
 }
 
 // Quota admission is on: queues from a file, pods spread over them by a hash of their name.

@@ -57,8 +57,25 @@ class SimulateCli : public ::testing::Test {
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
+  // `simulate --over-time ARGS --json FILE`: the JSON written (the run must succeed).
+  nlohmann::json overTime(std::vector<std::string> args) const {
+    const std::string out = dir_ + "/over-time.json";
+    args.insert(args.end(), {"--quiet", "--over-time", "--json", out});
+    const Outcome o = run(args);
+    EXPECT_EQ(o.code, 0) << o.err;
+    std::ifstream json(out);
+    return nlohmann::json::parse(json);
+  }
   std::string dir_, nodes_, pods_;
 };
+
+// The longest wait of the pods of one size ("8", "4", ...) in one replay of the JSON; -1: none.
+double maxWait(const nlohmann::json& replay, const std::string& size) {
+  for (const auto& w : replay["waitSeconds"]) {
+    if (w["size"] == size) return w["max"].get<double>();
+  }
+  return -1.0;
+}
 
 TEST_F(SimulateCli, PrintsTheTableAndWritesJsonAndSvg) {
   const std::string json = dir_ + "/out.json", svg = dir_ + "/out.svg";
@@ -196,20 +213,11 @@ TEST_F(SimulateCli, OverTimeConsolidationMovesOnePodForTheWaitingOne) {
          "a,1000,1024,4,1000,0,1000\nb,1000,1024,4,1000,0,1000\n"
          "big,1000,1024,8,1000,10,110\n";
   auto replay = [&](std::vector<std::string> more) {
-    std::vector<std::string> a{"--nodes",     nodes,      "--pods", timed,    "--quiet",
-                               "--over-time", "--policy", "spread", "--json", dir_ + "/c.json"};
+    std::vector<std::string> a{"--nodes", nodes, "--pods", timed, "--policy", "spread"};
     a.insert(a.end(), more.begin(), more.end());
-    Outcome o = run(a);
-    EXPECT_EQ(o.code, 0) << o.err;
-    std::ifstream json(dir_ + "/c.json");
-    return nlohmann::json::parse(json);
+    return overTime(a);
   };
-  auto bigWait = [](const nlohmann::json& p) {
-    for (const auto& w : p["waitSeconds"]) {
-      if (w["size"] == "8") return w["max"].get<double>();
-    }
-    return -1.0;
-  };
+  auto bigWait = [](const nlohmann::json& p) { return maxWait(p, "8"); };
   const auto both = replay({"--consolidate", "on,off", "--movable-share", "1"});
   ASSERT_EQ(both["policies"].size(), 2u);
   const auto& on = both["policies"][0];
@@ -236,6 +244,53 @@ TEST_F(SimulateCli, OverTimeConsolidationMovesOnePodForTheWaitingOne) {
   const auto pinned = replay({"--consolidate", "on"});
   EXPECT_EQ(pinned["policies"][0]["moves"], 0) << "nothing is movable: no label, nothing borrowed";
   EXPECT_EQ(bigWait(pinned["policies"][0]), 990);
+}
+
+// --queues over time: each pod goes to the queue its name hashes to (queueFor: "a" and "c" to
+// queue a, "b" to queue b), so quotas play as in serve. Queue a's limit makes c wait for a to
+// leave although 4 GPUs are free; without the file (one queue holding the cluster) it does not.
+// With a limit of 8, queue a borrows b's idle GPUs for c; when b's pod arrives (within its
+// deserved quota), reclaim (--reclaim on, the default with --queues) evicts the borrowed c at the
+// next round and b starts; c's replacement (still in queue a) waits for b to leave.
+TEST_F(SimulateCli, OverTimeQueuesFromAFileMakeQuotasAndReclaimPlay) {
+  const std::string node = dir_ + "/one.csv";
+  std::ofstream(node) << "sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,8,A\n";
+  const std::string header =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n";
+  const std::string limited = dir_ + "/limited.csv";
+  std::ofstream(limited) << header << "a,1000,1024,4,1000,0,100\nc,1000,1024,4,1000,10,110\n";
+  const std::string queues = dir_ + "/queues.yaml";
+  std::ofstream(queues) << "queues:\n- name: a\n  namespaces: [a]\n  gpu: {deserved: 4, limit: 4}\n"
+                           "- name: b\n  namespaces: [b]\n  gpu: {deserved: 4}\n";
+  const std::vector<std::string> limitedRun{"--nodes", node,       "--pods",
+                                            limited,   "--policy", "bestfit"};
+  const auto oneQueue = overTime(limitedRun);
+  EXPECT_EQ(maxWait(oneQueue["policies"][0], "4"), 0);
+  EXPECT_EQ(oneQueue["queues"], "one queue holding the cluster");
+  std::vector<std::string> withQueues = limitedRun;
+  withQueues.insert(withQueues.end(), {"--queues", queues});
+  const auto quota = overTime(withQueues);
+  EXPECT_EQ(maxWait(quota["policies"][0], "4"), 90) << "c waits for a: queue a at its limit";
+  EXPECT_EQ(quota["queues"], "queues from " + queues);
+
+  std::ofstream(queues, std::ios::trunc)
+      << "queues:\n- name: a\n  namespaces: [a]\n  gpu: {deserved: 4, limit: 8}\n"
+         "- name: b\n  namespaces: [b]\n  gpu: {deserved: 4}\n";
+  const std::string borrowed = dir_ + "/borrowed.csv";
+  std::ofstream(borrowed) << header
+                          << "a,1000,1024,4,1000,0,1000\nc,1000,1024,4,1000,1,1001\n"
+                             "b,1000,1024,4,1000,10,110\n";
+  std::vector<std::string> reclaimRun{"--nodes",  node,      "--pods",   borrowed,
+                                      "--policy", "bestfit", "--queues", queues};
+  const auto reclaimed = overTime(reclaimRun)["policies"][0];
+  EXPECT_EQ(reclaimed["evictions"], 1);
+  EXPECT_EQ(maxWait(reclaimed, "4"), 10) << "b starts at the round at 20";
+  EXPECT_EQ(reclaimed["placed"], 3);
+  EXPECT_EQ(reclaimed["spanSeconds"], 1120) << "c runs again from 120, when b leaves";
+  reclaimRun.insert(reclaimRun.end(), {"--reclaim", "off"});
+  const auto kept = overTime(reclaimRun)["policies"][0];
+  EXPECT_EQ(kept["evictions"], 0);
+  EXPECT_EQ(maxWait(kept, "4"), 990) << "b waits for a to leave";
 }
 
 // A list that cannot offer the load asked however fast it arrives: an error naming --inflate;

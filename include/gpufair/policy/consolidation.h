@@ -12,10 +12,17 @@
 //     moved (options.releasing) and pods spared by the caller (a PodDisruptionBudget refused
 //     them) never move; the GPU pods of a gang (label gpufair.io/gang) move together or not at
 //     all;
-//   - the waiting pod must be admitted by its queue now (admission.h: admit), must ask for whole
-//     GPUs, and must fit on no node now; the target node must take new pods and have a GPU model
-//     it allows; movers fit again (GPU model, reservations, CPU and memory when the snapshot's fit
-//     options check them) on other nodes, never on the target and never on excluded nodes;
+//   - the waiting pod must be admitted by its queue now (admission.h: admit) and must fit on no
+//     node now; the target node must take new pods and have a GPU model it allows; movers fit
+//     again (GPU model, reservations) on other nodes, never on the target and never on excluded
+//     nodes;
+//   - CPU and memory: the waiting pod on its target and every mover on its destination must fit
+//     by CPU and memory too, after the moves. Always when the snapshot's fit options check them
+//     (offline); else (serve leaves them to kube-scheduler) wherever the node's allocatable CPU
+//     (memory) is known, i.e. non-zero, counting the pods the snapshot holds, so that a mover's
+//     replacement is not steered to a node kube-scheduler would refuse. A pod whose GPUs are free
+//     on a node that lacks its CPU or memory does not wait on GPU fragmentation (kNotFragmented,
+//     when no node lacks GPUs for it);
 //   - preference: the fewest pods moved, then the fewest GPUs moved, then the youngest movers
 //     (least work lost), then the target node's name. Deterministic.
 // A pod asking for a share of one GPU is planned too: it waits on fragmentation when the GPUs it
