@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "score_memo.h"
@@ -417,24 +418,34 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 
 // Everything fragmentationDelta, nodeFragmentation and the fgd scorers read of a node: the GPU
 // model, each GPU's use (free room, fully free GPUs, the GPU count), allocatable and used GPUs
-// (free GPUs) and the measured CPU and memory (measuredCpu, measuredMemory).
+// (free GPUs) and the measured CPU and memory (measuredCpu, measuredMemory). The hash reads only
+// the node's own fields (the per-GPU list and a long model name live elsewhere in memory, and
+// this runs on every candidate): nodes it cannot tell apart are told apart by sameScoreInputs.
 std::uint64_t scoreInputsHash(const NodeState& node, const FitOptions& options) {
-  std::uint64_t h = std::hash<std::string_view>{}(node.node().gpuModel);
+  const std::string& model = node.node().gpuModel;
+  std::uint64_t prefix = 0;
+  std::memcpy(&prefix, model.data(), std::min(model.size(), sizeof prefix));
+  std::uint64_t h = mix(model.size(), prefix);
   h = mix(h, static_cast<std::uint64_t>(node.allocatable()));
   h = mix(h, static_cast<std::uint64_t>(node.used()));
+  h = mix(h, static_cast<std::uint64_t>(node.gpuCount()));
+  h = mix(h, static_cast<std::uint64_t>(node.fullyFreeGpus()));
+  h = mix(h, static_cast<std::uint64_t>(node.largestGpuFree()));
   const MeasuredCpuMemory m = measuredCpuMemory(node, options);
   h = mix(h, static_cast<std::uint64_t>(m.cpuFree) * 2 + (m.cpuUnlimited ? 1 : 0));
-  h = mix(h, static_cast<std::uint64_t>(m.memoryFree) * 2 + (m.memoryUnlimited ? 1 : 0));
-  h = mix(h, node.gpuUsedList().size());
-  for (MilliGpu used : node.gpuUsedList()) h = mix(h, static_cast<std::uint64_t>(used));
-  return h;
+  return mix(h, static_cast<std::uint64_t>(m.memoryFree) * 2 + (m.memoryUnlimited ? 1 : 0));
 }
 
 bool sameScoreInputs(const NodeState& a, const NodeState& b, const FitOptions& options) {
-  return a.allocatable() == b.allocatable() && a.used() == b.used() &&
-         std::ranges::equal(a.gpuUsedList(), b.gpuUsedList()) &&
-         measuredCpuMemory(a, options) == measuredCpuMemory(b, options) &&
-         a.node().gpuModel == b.node().gpuModel;
+  if (a.allocatable() != b.allocatable() || a.used() != b.used() || a.gpuCount() != b.gpuCount() ||
+      a.fullyFreeGpus() != b.fullyFreeGpus() ||
+      !(measuredCpuMemory(a, options) == measuredCpuMemory(b, options)) ||
+      a.node().gpuModel != b.node().gpuModel) {
+    return false;
+  }
+  // Every GPU of both is unused (fullyFreeGpus counts the GPUs nobody uses): equal lists.
+  if (a.fullyFreeGpus() == a.gpuCount()) return true;
+  return std::ranges::equal(a.gpuUsedList(), b.gpuUsedList());
 }
 
 }  // namespace detail
