@@ -13,6 +13,7 @@
 #include "gpufair/policy/scorer.h"
 
 #include "fgd_support.h"
+#include "score_memo.h"
 
 namespace gpufair::policy {
 namespace {
@@ -39,15 +40,14 @@ class FgdScorer final : public Scorer {
   void score(const ClusterSnapshot& snapshot, const Pod& pod,
              std::span<const NodeState* const> nodes, std::span<double> out) const override {
     const WorkloadPtr workload = target(snapshot, pod);
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const NodeState& n = *nodes[i];
+    // Reads only what detail::sameScoreInputs compares: one score per node shape.
+    detail::scoreDistinct(nodes, snapshot.fitOptions(), out, [&](const NodeState& n) {
       double delta = fragmentationDelta(n, pod, workload, snapshot.fitOptions());
       if (tuning_.quantize) {
         if (tuning_.idlePenalty != 0 && n.gpuCount() > 0 && n.fullyFreeGpus() == n.gpuCount()) {
           delta += tuning_.idlePenalty;
         }
-        out[i] = paperScore(delta);
-        continue;
+        return paperScore(delta);
       }
       double s = -delta;
       if (tuning_.leftoverWeight != 0) {
@@ -57,8 +57,8 @@ class FgdScorer final : public Scorer {
       if (tuning_.idlePenalty != 0 && n.gpuCount() > 0 && n.fullyFreeGpus() == n.gpuCount()) {
         s -= tuning_.idlePenalty;
       }
-      out[i] = s;
-    }
+      return s;
+    });
   }
 
   int chooseGpu(const ClusterSnapshot& snapshot, const Pod& pod,

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "fgd_support.h"
+#include "score_memo.h"
 
 namespace gpufair::policy {
 namespace {
@@ -46,8 +47,8 @@ class FgdmScorer final : public Scorer {
                          (pod.gpus > 0 && cpuBinds(snapshot, tuning_.cpuBoundRatio));
     // Quantized growth first; the tie-break term stays below one quantum.
     constexpr double kQuantum = 1e4;
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      const NodeState& n = *nodes[i];
+    // Reads only what detail::sameScoreInputs compares: one score per node shape.
+    detail::scoreDistinct(nodes, snapshot.fitOptions(), out, [&](const NodeState& n) {
       double delta = fragmentationDelta(n, pod, workload, snapshot.fitOptions());
       if (!pressure.models.empty()) {
         delta +=
@@ -58,8 +59,8 @@ class FgdmScorer final : public Scorer {
         const MilliGpu left = n.free() > pod.gpus ? n.free() - pod.gpus : 0;
         s -= static_cast<double>(left) / static_cast<double>(n.allocatable() + 1);
       }
-      out[i] = s;
-    }
+      return s;
+    });
   }
 
   int chooseGpu(const ClusterSnapshot& snapshot, const Pod& pod,

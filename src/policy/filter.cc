@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gpufair/policy/candidate_positions.h"
 #include "gpufair/policy/gang.h"
 
 namespace gpufair::policy {
@@ -19,6 +20,45 @@ FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
   if (pod.inGang()) return filterGangMember(snapshot, pod, candidates);
   return filterPod(snapshot, pod, candidates);
 }
+
+namespace {
+
+// filterPod over candidates whose node states `nodeAt(i)` finds (nullptr: unknown); the same
+// steps as filterPod above.
+template <class NodeAt>
+FilterResult filterFound(const ClusterSnapshot& snapshot, const Pod& pod,
+                         std::span<const std::string_view> candidates, NodeAt&& nodeAt) {
+  FilterResult r;
+  const FitOptions& options = snapshot.fitOptions();
+  if (pod.gpus == 0 && !options.checkCpuMemory) {
+    r.feasible.assign(candidates.begin(), candidates.end());
+    r.admission.queue = pod.queue;
+    return r;
+  }
+  r.admission = admit(snapshot, pod);
+  if (!r.admission.status.isOk()) {
+    for (std::string_view name : candidates) reject(r, name, r.admission.status);
+    return r;
+  }
+  r.feasible.reserve(candidates.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const std::string_view name = candidates[i];
+    const NodeState* node = nodeAt(i);
+    if (node == nullptr) {
+      r.failed.push_back(
+          {name, "node " + std::string(name) + " is not in gpufair's cluster view yet"});
+      continue;
+    }
+    if (nodeFits(*node, pod, options)) {
+      r.feasible.push_back(name);
+    } else {
+      reject(r, name, fitsNode(*node, pod, options));
+    }
+  }
+  return r;
+}
+
+}  // namespace
 
 FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
                        std::span<const std::string_view> candidates) {
@@ -51,6 +91,64 @@ FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
   return r;
 }
 
+FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
+                       std::span<const std::string_view> candidates,
+                       std::span<const std::ptrdiff_t> positions) {
+  const auto nodes = snapshot.nodes();
+  return filterFound(snapshot, pod, candidates, [&](std::size_t i) -> const NodeState* {
+    const std::ptrdiff_t at = positions[i];
+    return at < 0 ? nullptr : nodes[static_cast<std::size_t>(at)].get();
+  });
+}
+
+FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
+                    std::span<const std::string_view> candidates,
+                    std::span<const std::ptrdiff_t> positions) {
+  if (pod.inGang()) return filterGangMember(snapshot, pod, candidates);
+  return filterPod(snapshot, pod, candidates, positions);
+}
+
+std::span<const std::ptrdiff_t> CandidatePositions::resolve(
+    const SnapshotPtr& snapshot, std::span<const std::string_view> candidates) {
+  if (indexed_ == nullptr || !snapshot->sharesNodeIndexWith(*indexed_)) {
+    names_.clear();
+    ends_.clear();
+    previous_.clear();
+  }
+  indexed_ = snapshot;
+  positions_.resize(candidates.size());
+  lookedUp_ = 0;
+  auto previousName = [&](std::size_t j) {
+    const std::size_t begin = j == 0 ? 0 : ends_[j - 1];
+    return std::string_view(names_).substr(begin, ends_[j] - begin);
+  };
+  // Walk both lists: a name equal to the next one of the previous list, or to one a little later
+  // in it (nodes dropped from the list between two requests), takes its position and the walk
+  // goes on after it; any other name is looked up.
+  constexpr std::size_t kLookAhead = 8;
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const std::string_view name = candidates[i];
+    std::size_t k = j;
+    while (k < ends_.size() && k <= j + kLookAhead && previousName(k) != name) ++k;
+    if (k < ends_.size() && k <= j + kLookAhead) {
+      positions_[i] = previous_[k];
+      j = k + 1;
+      continue;
+    }
+    positions_[i] = snapshot->nodeIndex(name);
+    ++lookedUp_;
+  }
+  names_.clear();
+  ends_.clear();
+  for (std::string_view name : candidates) {
+    names_.append(name);
+    ends_.push_back(names_.size());
+  }
+  previous_.assign(positions_.begin(), positions_.end());
+  return positions_;
+}
+
 namespace {
 
 // The candidates the pod fits on (their index in `candidates`), with the scorer's raw scores.
@@ -60,6 +158,15 @@ struct FittingScores {
   std::vector<double> raw;
   bool holds = false;  // the pod (or its gang) holds reservations
 };
+
+// Scores the nodes already in `out` (known to fit).
+void scoreFound(const ClusterSnapshot& snapshot, const Pod& pod, const Scorer& scorer,
+                FittingScores& out) {
+  if (out.nodes.empty()) return;
+  out.raw.resize(out.nodes.size());
+  scorer.score(snapshot, pod, out.nodes, out.raw);
+  out.holds = !snapshot.reservations().empty() && snapshot.reservedFor(pod) > 0;
+}
 
 FittingScores scoreFitting(const ClusterSnapshot& snapshot, const Pod& pod,
                            std::span<const std::string_view> candidates, const Scorer& scorer) {
@@ -75,11 +182,38 @@ FittingScores scoreFitting(const ClusterSnapshot& snapshot, const Pod& pod,
       out.where.push_back(i);
     }
   }
-  if (out.nodes.empty()) return out;
-  out.raw.resize(out.nodes.size());
-  scorer.score(snapshot, pod, out.nodes, out.raw);
-  out.holds = !snapshot.reservations().empty() && snapshot.reservedFor(pod) > 0;
+  scoreFound(snapshot, pod, scorer, out);
   return out;
+}
+
+// The holder's reserved nodes first, then the best raw score; ties, and the candidates not in
+// `fitting` (last), in the candidates' order. Only the first `limit` are ordered and returned.
+std::vector<std::size_t> placementOrder(const FittingScores& fitting, const Pod& pod,
+                                        std::size_t candidates, std::size_t limit) {
+  std::vector<std::size_t> order(fitting.where.size());
+  for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
+  auto reserved = [&](std::size_t j) {
+    return fitting.holds && fitting.nodes[j]->reservedFor(pod) > 0;
+  };
+  // A stable sort's order: ties by position. Only the first `limit` are sorted.
+  const std::size_t sorted = std::min(limit, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(),
+                    [&](std::size_t a, std::size_t b) {
+                      if (reserved(a) != reserved(b)) return reserved(a);
+                      if (fitting.raw[a] != fitting.raw[b]) return fitting.raw[a] > fitting.raw[b];
+                      return a < b;
+                    });
+  std::vector<std::size_t> ranked;
+  ranked.reserve(std::min(limit, candidates));
+  std::vector<bool> seen(candidates, false);
+  for (std::size_t k = 0; k < sorted; ++k) {
+    ranked.push_back(fitting.where[order[k]]);
+    seen[fitting.where[order[k]]] = true;
+  }
+  for (std::size_t i = 0; i < candidates && ranked.size() < limit; ++i) {
+    if (!seen[i]) ranked.push_back(i);
+  }
+  return ranked;
 }
 
 }  // namespace
@@ -105,31 +239,39 @@ std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& po
 std::vector<std::size_t> rankCandidates(const ClusterSnapshot& snapshot, const Pod& pod,
                                         std::span<const std::string_view> candidates,
                                         const Scorer& scorer, std::size_t limit) {
-  const FittingScores fitting = scoreFitting(snapshot, pod, candidates, scorer);
-  std::vector<std::size_t> order(fitting.where.size());
-  for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
-  auto reserved = [&](std::size_t j) {
-    return fitting.holds && fitting.nodes[j]->reservedFor(pod) > 0;
-  };
-  // A stable sort's order: ties by position. Only the first `limit` are sorted.
-  const std::size_t sorted = std::min(limit, order.size());
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(),
-                    [&](std::size_t a, std::size_t b) {
-                      if (reserved(a) != reserved(b)) return reserved(a);
-                      if (fitting.raw[a] != fitting.raw[b]) return fitting.raw[a] > fitting.raw[b];
-                      return a < b;
-                    });
-  std::vector<std::size_t> ranked;
-  ranked.reserve(std::min(limit, candidates.size()));
-  std::vector<bool> seen(candidates.size(), false);
-  for (std::size_t k = 0; k < sorted; ++k) {
-    ranked.push_back(fitting.where[order[k]]);
-    seen[fitting.where[order[k]]] = true;
+  return placementOrder(scoreFitting(snapshot, pod, candidates, scorer), pod, candidates.size(),
+                        limit);
+}
+
+std::vector<std::size_t> rankFeasible(const ClusterSnapshot& snapshot, const Pod& pod,
+                                      std::span<const std::string_view> candidates,
+                                      std::span<const std::ptrdiff_t> positions,
+                                      std::span<const std::string_view> feasible,
+                                      const Scorer& scorer, std::size_t limit) {
+  // filterPod's answer: every feasible node passed nodeFits with the snapshot's options, as
+  // scoreFitting would check. The gang rules (and pods fit leaves alone) take the plain path.
+  if (pod.inGang() || (pod.gpus == 0 && !snapshot.fitOptions().checkCpuMemory)) {
+    return rankCandidates(snapshot, pod, feasible, scorer, limit);
   }
-  for (std::size_t i = 0; i < candidates.size() && ranked.size() < limit; ++i) {
-    if (!seen[i]) ranked.push_back(i);
+  const auto nodes = snapshot.nodes();
+  FittingScores fitting;
+  fitting.nodes.reserve(feasible.size());
+  fitting.where.reserve(feasible.size());
+  std::size_t j = 0;  // feasible is a subsequence of candidates: the same views
+  for (std::size_t i = 0; i < feasible.size(); ++i) {
+    const std::string_view name = feasible[i];
+    while (j < candidates.size() &&
+           (candidates[j].data() != name.data() || candidates[j].size() != name.size())) {
+      ++j;
+    }
+    if (j == candidates.size() || positions[j] < 0) {
+      return rankCandidates(snapshot, pod, feasible, scorer, limit);
+    }
+    fitting.nodes.push_back(nodes[static_cast<std::size_t>(positions[j++])].get());
+    fitting.where.push_back(i);
   }
-  return ranked;
+  scoreFound(snapshot, pod, scorer, fitting);
+  return placementOrder(fitting, pod, feasible.size(), limit);
 }
 
 }  // namespace gpufair::policy

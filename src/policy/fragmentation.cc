@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+
+#include "score_memo.h"
 
 namespace gpufair::policy {
 namespace {
@@ -383,4 +386,67 @@ double fragmentationDelta(const NodeState& node, const Pod& pod, const WorkloadP
   return bestIndex < 0 ? 0 : best;
 }
 
+namespace detail {
+namespace {
+
+// What the measure reads of a node's CPU and memory: whether it is unlimited, and what is free.
+struct MeasuredCpuMemory {
+  bool cpuUnlimited;
+  std::int64_t cpuFree;
+  bool memoryUnlimited;
+  std::int64_t memoryFree;
+  bool operator==(const MeasuredCpuMemory&) const = default;
+};
+
+// measuredCpu(node, options, taken) is kUnlimited when cpuUnlimited, else cpuFree less taken: a
+// function of these two (the same for memory). The measure reads them only when it measures CPU
+// and memory (shapeFitsCpuMemory); otherwise they are left out, so more nodes look alike.
+MeasuredCpuMemory measuredCpuMemory(const NodeState& node, const FitOptions& options) {
+  if (!options.measuresCpuMemory()) return {false, 0, false, 0};
+  const bool cpuUnlimited = !options.checkCpuMemory && node.node().cpuMilli <= 0;
+  const bool memoryUnlimited = !options.checkCpuMemory && node.node().memoryBytes <= 0;
+  return {cpuUnlimited, cpuUnlimited ? 0 : node.cpuFree(), memoryUnlimited,
+          memoryUnlimited ? 0 : node.memoryFree()};
+}
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+}  // namespace
+
+// Everything fragmentationDelta, nodeFragmentation and the fgd scorers read of a node: the GPU
+// model, each GPU's use (free room, fully free GPUs, the GPU count), allocatable and used GPUs
+// (free GPUs) and the measured CPU and memory (measuredCpu, measuredMemory). The hash reads only
+// the node's own fields (the per-GPU list and a long model name live elsewhere in memory, and
+// this runs on every candidate): nodes it cannot tell apart are told apart by sameScoreInputs.
+std::uint64_t scoreInputsHash(const NodeState& node, const FitOptions& options) {
+  const std::string& model = node.node().gpuModel;
+  std::uint64_t prefix = 0;
+  std::memcpy(&prefix, model.data(), std::min(model.size(), sizeof prefix));
+  std::uint64_t h = mix(model.size(), prefix);
+  h = mix(h, static_cast<std::uint64_t>(node.allocatable()));
+  h = mix(h, static_cast<std::uint64_t>(node.used()));
+  h = mix(h, static_cast<std::uint64_t>(node.gpuCount()));
+  h = mix(h, static_cast<std::uint64_t>(node.fullyFreeGpus()));
+  h = mix(h, static_cast<std::uint64_t>(node.largestGpuFree()));
+  const MeasuredCpuMemory m = measuredCpuMemory(node, options);
+  h = mix(h, static_cast<std::uint64_t>(m.cpuFree) * 2 + (m.cpuUnlimited ? 1 : 0));
+  return mix(h, static_cast<std::uint64_t>(m.memoryFree) * 2 + (m.memoryUnlimited ? 1 : 0));
+}
+
+bool sameScoreInputs(const NodeState& a, const NodeState& b, const FitOptions& options) {
+  if (a.allocatable() != b.allocatable() || a.used() != b.used() || a.gpuCount() != b.gpuCount() ||
+      a.fullyFreeGpus() != b.fullyFreeGpus() ||
+      !(measuredCpuMemory(a, options) == measuredCpuMemory(b, options)) ||
+      a.node().gpuModel != b.node().gpuModel) {
+    return false;
+  }
+  // Every GPU of both is unused (fullyFreeGpus counts the GPUs nobody uses): equal lists.
+  if (a.fullyFreeGpus() == a.gpuCount()) return true;
+  return std::ranges::equal(a.gpuUsedList(), b.gpuUsedList());
+}
+
+}  // namespace detail
 }  // namespace gpufair::policy

@@ -1,0 +1,212 @@
+// The /filter fast paths (candidate_positions.h) give the plain path's answers: CandidatePositions
+// finds every name where the snapshot's index does, reusing the previous list's positions; filter
+// with those positions answers as filter does; and rankFeasible ranks a filter answer from them
+// in exactly rankCandidates' order over the feasible names. On random clusters and lists.
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gpufair/policy/candidate_positions.h"
+#include "gpufair/policy/filter.h"
+
+#include "testing/builders.h"
+#include "testing/cluster.h"
+
+namespace gpufair::policy {
+namespace {
+
+using testing::MakeNode;
+using testing::MakePod;
+using testing::MakeQueue;
+
+struct RandomCluster {
+  SnapshotPtr snapshot;
+  std::vector<std::string> names;  // candidates: nodes in random order, some twice, some unknown
+};
+
+RandomCluster randomCluster(std::mt19937& rng, bool checkCpuMemory) {
+  std::vector<Node> nodes;
+  std::vector<Pod> pods;
+  std::vector<Reservation> reservations;
+  RandomCluster out;
+  for (int i = 0; i < 40; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    MakeNode node = MakeNode(name).gpus(rng() % 4 == 0 ? 4 : 8).cpu(32).memGi(128);
+    if (rng() % 10 == 0) node.unschedulable();
+    if (rng() % 3 == 0) node.model("A100");
+    nodes.push_back(node);
+    for (int p = static_cast<int>(rng() % 4); p > 0; --p) {
+      MakePod pod =
+          MakePod("team-a", name + "-" + std::to_string(p)).cpu(static_cast<double>(rng() % 12));
+      if (rng() % 3 == 0) {
+        pod.share(0.25 * static_cast<double>(1 + rng() % 3)).gpuIndex(static_cast<int>(rng() % 4));
+      } else {
+        pod.gpus(static_cast<double>(rng() % 3));
+      }
+      pods.push_back(pod.on(name));
+    }
+    if (rng() % 8 == 0) {
+      const std::string holder = rng() % 2 ? "uid-team-b-p" : "uid-team-b-other";
+      reservations.push_back({name, testing::gpus(2), holder, "team-b", "reclaim", ""});
+    }
+    out.names.push_back(name);
+    if (rng() % 10 == 0) out.names.push_back(name);
+  }
+  out.names.push_back("ghost");
+  std::shuffle(out.names.begin(), out.names.end(), rng);
+  SnapshotOptions options;
+  options.fit.checkCpuMemory = checkCpuMemory;
+  out.snapshot =
+      testing::snapshotOf(nodes, std::move(pods),
+                          {MakeQueue("team-a").deserved(400), MakeQueue("team-b").deserved(400)},
+                          std::move(options), reservations);
+  return out;
+}
+
+std::string describe(const FilterResult& r) {
+  std::string out;
+  for (std::string_view n : r.feasible) out += std::string(n) + " ok\n";
+  for (const auto& v : r.failed) out += std::string(v.node) + " failed: " + v.reason + "\n";
+  for (const auto& v : r.unresolvable)
+    out += std::string(v.node) + " unresolvable: " + v.reason + "\n";
+  return out + r.admission.status.reason();
+}
+
+TEST(RankFeasible, GivesRankCandidatesOrderOverTheFeasibleNames) {
+  const std::vector<Pod> pods = {
+      MakePod("team-b", "p").gpus(1),
+      MakePod("team-b", "p").gpus(2).cpu(8),
+      MakePod("team-b", "other").gpus(4),
+      MakePod("team-b", "p").share(0.5),
+      MakePod("team-b", "p").gpus(1).models({"A100"}),
+      MakePod("team-b", "p").cpu(4),
+      MakePod("team-b", "g").gpus(2).gang("train", 2),
+  };
+  int ranked = 0;
+  for (std::uint32_t seed = 1; seed <= 30; ++seed) {
+    std::mt19937 rng(seed);
+    for (bool checkCpuMemory : {false, true}) {
+      const RandomCluster c = randomCluster(rng, checkCpuMemory);
+      const std::vector<std::string_view> candidates(c.names.begin(), c.names.end());
+      CandidatePositions resolver;
+      const auto at = resolver.resolve(c.snapshot, candidates);
+      for (const char* strategy : {"fgdm", "blockfit", "spread"}) {
+        const ScorerPtr scorer = makeScorer(strategy);
+        for (const Pod& p : pods) {
+          const Pod pod = testing::resolved(*c.snapshot, p);
+          const FilterResult result = filter(*c.snapshot, pod, candidates, at);
+          ASSERT_EQ(describe(result), describe(filter(*c.snapshot, pod, candidates)));
+          for (std::size_t limit : {std::size_t{1}, std::size_t{3}, static_cast<std::size_t>(-1)}) {
+            EXPECT_EQ(
+                rankFeasible(*c.snapshot, pod, candidates, at, result.feasible, *scorer, limit),
+                rankCandidates(*c.snapshot, pod, result.feasible, *scorer, limit))
+                << "seed " << seed << ", " << strategy << ", pod " << pod.name << " " << pod.gpus
+                << ", limit " << limit;
+            ++ranked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(ranked, 30 * 2 * 3 * 7 * 3);
+}
+
+TEST(RankFeasible, NamesThatAreNotViewsOfTheCandidatesTakeThePlainPath) {
+  auto snap = testing::snapshotOf({MakeNode("n1").gpus(8), MakeNode("n2").gpus(8)},
+                                  {MakePod("team-a", "x").gpus(3).on("n2")},
+                                  {MakeQueue("team-a").deserved(16)});
+  const std::vector<std::string> names = {"n1", "n2"};
+  const std::vector<std::string_view> candidates(names.begin(), names.end());
+  CandidatePositions resolver;
+  const auto at = resolver.resolve(snap, candidates);
+  const std::vector<std::string> copies = {"n1", "n2"};
+  const std::vector<std::string_view> feasible(copies.begin(), copies.end());
+  const ScorerPtr scorer = makeScorer("fgdm");
+  const Pod pod = testing::resolved(*snap, MakePod("team-a", "p").gpus(2));
+  const auto plain = rankCandidates(*snap, pod, feasible, *scorer);
+  EXPECT_EQ(rankFeasible(*snap, pod, candidates, at, feasible, *scorer), plain);
+  EXPECT_EQ(rankFeasible(*snap, pod, candidates, at, candidates, *scorer), plain);
+}
+
+// The next list kube-scheduler might send: nodes dropped (they filled up), a few added back or
+// new, one moved, an unknown name now and then; sometimes a list in another order altogether.
+std::vector<std::string> nextList(std::mt19937& rng, std::vector<std::string> list,
+                                  const std::vector<std::string>& all) {
+  if (rng() % 20 == 0) {
+    std::shuffle(list.begin(), list.end(), rng);
+    return list;
+  }
+  for (int drops = static_cast<int>(rng() % 4); drops > 0 && !list.empty(); --drops) {
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(rng() % list.size()));
+  }
+  for (int adds = static_cast<int>(rng() % 3); adds > 0; --adds) {
+    const std::string name =
+        rng() % 5 == 0 ? "new-" + std::to_string(rng() % 7) : all[rng() % all.size()];
+    list.insert(list.begin() + static_cast<std::ptrdiff_t>(rng() % (list.size() + 1)), name);
+  }
+  if (list.size() > 1 && rng() % 4 == 0)
+    std::swap(list[rng() % list.size()], list[rng() % list.size()]);
+  return list;
+}
+
+TEST(CandidatePositions, FindsEveryNameWhereTheIndexDoesAndFiltersAlike) {
+  const Pod pod = MakePod("team-b", "p").gpus(1);
+  std::size_t lookedUp = 0;
+  std::size_t resolved = 0;
+  for (std::uint32_t seed = 1; seed <= 10; ++seed) {
+    std::mt19937 rng(seed);
+    RandomCluster c = randomCluster(rng, false);
+    std::vector<std::string> list = c.names;
+    CandidatePositions positions;
+    SnapshotPtr snap = c.snapshot;
+    for (int request = 0; request < 200; ++request) {
+      const int what = static_cast<int>(rng() % 10);
+      if (what == 0) {
+        // A change to one node: the next snapshot shares the node index.
+        std::vector<NodeStatePtr> nodes(snap->nodes().begin(), snap->nodes().end());
+        const std::size_t at = rng() % nodes.size();
+        nodes[at] = std::make_shared<const NodeState>(nodes[at]->node(), std::vector<PodPtr>{}, 2);
+        const std::size_t changed[] = {at};
+        snap = std::make_shared<const ClusterSnapshot>(snap.get(), std::move(nodes), changed,
+                                                       nullptr, snap->quotaConfig(),
+                                                       snap->generation() + 1, snap->options());
+      } else if (what == 1) {
+        // Other node names (a new node joined): positions move, the index is a new one.
+        RandomCluster other = randomCluster(rng, false);
+        snap = other.snapshot;
+      }
+      const std::vector<std::string_view> candidates(list.begin(), list.end());
+      const auto found = positions.resolve(snap, candidates);
+      ASSERT_EQ(found.size(), candidates.size());
+      for (std::size_t i = 0; i < candidates.size(); ++i) {
+        ASSERT_EQ(found[i], snap->nodeIndex(candidates[i]))
+            << "seed " << seed << ", request " << request << ", " << candidates[i];
+      }
+      const Pod resolvedPod = testing::resolved(*snap, pod);
+      ASSERT_EQ(describe(filter(*snap, resolvedPod, candidates, found)),
+                describe(filter(*snap, resolvedPod, candidates)));
+      lookedUp += positions.lookedUp();
+      resolved += candidates.size();
+      list = nextList(rng, std::move(list), c.names);
+    }
+  }
+  // Most names were found from the list before (a tenth of the requests come with a new index,
+  // a twentieth in a new order); a repeated list looks nothing up.
+  EXPECT_LT(lookedUp * 3, resolved);
+  RandomCluster c;
+  std::mt19937 rng(7);
+  c = randomCluster(rng, false);
+  const std::vector<std::string_view> candidates(c.names.begin(), c.names.end());
+  CandidatePositions positions;
+  positions.resolve(c.snapshot, candidates);
+  EXPECT_EQ(positions.lookedUp(), candidates.size());
+  positions.resolve(c.snapshot, candidates);
+  EXPECT_EQ(positions.lookedUp(), 0u);
+}
+
+}  // namespace
+}  // namespace gpufair::policy
