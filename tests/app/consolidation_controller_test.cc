@@ -244,6 +244,40 @@ TEST(ConsolidationControllerTest, GivesUpAndReleasesTheHoldsAfterTheTimeout) {
   EXPECT_EQ(f.observer.log.back(), "gave up team-b/big");
 }
 
+// Reclaim comes first: team-a above its deserved 12 borrows a5 and a6, and team-b's pod is within
+// its deserved quota, so reclaim can free node-4 for big; consolidation leaves big to it and says
+// so. With reclaim off (--reclaim=off or dry-run), consolidation moves a6 as in the seed scenario.
+TEST(ConsolidationControllerTest, LeavesToReclaimWhatReclaimCanServe) {
+  for (const bool reclaimOn : {true, false}) {
+    ConsolidationSettings s = onSettings();
+    s.reclaimEnabled = reclaimOn;
+    Fixture f(s);
+    QuotaConfig quota;
+    quota.queues = {MakeQueue("team-a").deserved(12), MakeQueue("team-b").deserved(20)};
+    f.mirror.setQuotaConfig(quota);
+    for (const char* name : {"a5", "a6"}) {
+      policy::Pod p = *f.mirror.findPod(std::string("uid-team-a-") + name);
+      p.overQuota = true;
+      p.labels[kOverQuotaLabel] = "true";
+      f.mirror.upsertPod(p);
+    }
+    f.submitB();
+    const ConsolidationRoundStats stats = f.controller.runOnce();
+    EXPECT_EQ(stats.fragmented, 1) << reclaimOn;
+    if (reclaimOn) {
+      EXPECT_EQ(stats.planned, 0);
+      EXPECT_TRUE(f.evictor.calls.empty());
+      EXPECT_TRUE(f.mirror.reservations().empty());
+      const std::optional<std::string> words = f.controller.explain("uid-team-b-big");
+      ASSERT_TRUE(words.has_value());
+      EXPECT_NE(words->find("reclaim frees a node for it first"), std::string::npos) << *words;
+    } else {
+      EXPECT_EQ(stats.planned, 1);
+      EXPECT_EQ(f.evictor.calls, std::vector<std::string>{"a6"});
+    }
+  }
+}
+
 TEST(ConsolidationControllerTest, DisabledOrNotLeaderDoesNothing) {
   ConsolidationSettings off = onSettings();
   off.enabled = false;
