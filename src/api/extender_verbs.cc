@@ -73,16 +73,10 @@ policy::SnapshotPtr reserveGangIfFirst(state::Mirror& mirror, const policy::Pod&
   return mirror.snapshot();
 }
 
-// The candidates this thread is filtering and their positions in the snapshot (filterArgs sets
-// them; narrow, called by filterArgs on the same thread, ranks from them). kube-scheduler sends
-// nearly the same NodeNames pod after pod, so each thread resolves a list against the one it saw
-// last (policy::CandidatePositions: the same answers as looking every name up).
-struct ThreadCandidates {
-  policy::CandidatePositions positions;
-  std::span<const std::string_view> names;
-  std::span<const std::ptrdiff_t> at;
-};
-thread_local ThreadCandidates threadCandidates;
+// Each io thread resolves a /filter's NodeNames against the list it saw last: kube-scheduler sends
+// nearly the same names pod after pod (policy::CandidatePositions: the same answers as looking
+// every name up).
+thread_local policy::CandidatePositions threadPositions;
 
 std::string_view firstReason(const policy::FilterResult& result) {
   if (!result.admission.status.isOk()) return result.admission.status.reason();
@@ -140,11 +134,10 @@ policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
   policy::SnapshotPtr snapshot = mirror_.snapshot();
   args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
   snapshot = reserveGangIfFirst(mirror_, args.pod, std::move(snapshot));
-  threadCandidates.names = args.candidates;
-  threadCandidates.at = threadCandidates.positions.resolve(snapshot, args.candidates);
-  policy::FilterResult result =
-      policy::filter(*snapshot, args.pod, args.candidates, threadCandidates.at);
-  narrow(*snapshot, args.pod, result);
+  const std::span<const std::ptrdiff_t> positions =
+      threadPositions.resolve(snapshot, args.candidates);
+  policy::FilterResult result = policy::filter(*snapshot, args.pod, args.candidates, positions);
+  narrow(*snapshot, args.pod, args.candidates, positions, result);
 
   spdlog::debug(
       "filter {} ({} GPUs, queue {}): {} of {} nodes feasible, {} failed, {} unresolvable",
@@ -163,12 +156,14 @@ policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
 }
 
 void ExtenderService::narrow(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
+                             std::span<const std::string_view> candidates,
+                             std::span<const std::ptrdiff_t> positions,
                              policy::FilterResult& result) const {
   const std::size_t keep = filterMode_.keep;
   if (keep == 0 || result.feasible.size() <= keep) return;
   // Ranked from the positions filterArgs filtered with: no second lookup and fit check per node.
-  const std::vector<std::size_t> order = policy::rankFeasible(
-      snapshot, pod, threadCandidates.names, threadCandidates.at, result.feasible, scorer_, keep);
+  const std::vector<std::size_t> order =
+      policy::rankFeasible(snapshot, pod, candidates, positions, result.feasible, scorer_, keep);
   std::vector<bool> kept(result.feasible.size(), false);
   for (std::size_t i = 0; i < keep && i < order.size(); ++i) kept[order[i]] = true;
   // The nodes left out are not FailedNodes: a node is feasible, so kube-scheduler never reads

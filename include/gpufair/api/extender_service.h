@@ -22,8 +22,11 @@
 // and buffers. The mirror, scorer and binder must outlive the service.
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpufair/api/http.h"
@@ -110,8 +113,10 @@ class ExtenderService final : public RequestHandler {
   // Ok, or why no decision can be made now ("gpufair is starting: ...").
   Status decisionsAllowed() const;
   // Keeps only the filterMode_.keep best of result.feasible (by the scorer); drops the rest.
+  // `candidates` and `positions` are what result was filtered from (policy::rankFeasible).
   void narrow(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
-              policy::FilterResult& result) const;
+              std::span<const std::string_view> candidates,
+              std::span<const std::ptrdiff_t> positions, policy::FilterResult& result) const;
 
   state::Mirror& mirror_;
   const policy::Scorer& scorer_;
