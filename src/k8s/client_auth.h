@@ -1,4 +1,4 @@
-// Credentials of the cpprestsdk client: TLS material (CA bundle, client certificate and key, from
+// Credentials of the API server client: TLS material (CA bundle, client certificate and key, from
 // PEM data or files re-read for every new connection) and the bearer token (fixed, or a file
 // re-read when it changes, as service account tokens rotate). Nothing here logs secrets.
 // Thread-safety: TlsMaterial is immutable after construction; TokenSource is thread-safe.

@@ -1,4 +1,4 @@
-// The real cpprestsdk client against FakeApiServer: plain HTTP and TLS, tokens, streams.
+// The real client (KeepAliveTransport) against FakeApiServer: plain HTTP and TLS, tokens, streams.
 #include "gpufair/k8s/client.h"
 
 #include <atomic>

@@ -1,4 +1,4 @@
-// The real client (cpprestsdk, as serve uses it) connected to a started FakeApiServer, for tests
+// The real client (as serve uses it) connected to a started FakeApiServer, for tests
 // that check what gpufair sends against what the validating fake accepts.
 #pragma once
 

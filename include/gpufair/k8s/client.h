@@ -82,7 +82,7 @@ Result<ClientConfig> parseKubeconfig(std::string_view yaml, const std::string& b
 Result<ClientConfig> inClusterConfig(
     const std::string& root = "/var/run/secrets/kubernetes.io/serviceaccount");
 
-// The cpprestsdk (HTTPS) implementation.
+// The implementation: Boost.Beast over plain HTTP or TLS, run on the calling thread.
 Result<KubeClientPtr> makeKubeClient(const ClientConfig& config);
 
 }  // namespace gpufair::k8s

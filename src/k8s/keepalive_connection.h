@@ -1,0 +1,148 @@
+// KeepAliveTransport's connection: a socket (and TLS stream) with its own io_context, which the
+// thread whose request uses the connection runs; and what the transport's two files share.
+// Private to src/k8s/keepalive_*.cc. Thread-safety: a Connection is used by one thread at a time.
+#pragma once
+
+#include <atomic>
+#include <cerrno>
+#include <limits>
+#include <optional>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+
+#include "keepalive_transport.h"
+
+namespace gpufair::k8s::detail {
+
+namespace asio = boost::asio;
+namespace ssl = asio::ssl;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using SteadyClock = std::chrono::steady_clock;
+
+inline constexpr std::size_t kMaxIdle = 16;
+inline constexpr std::chrono::milliseconds kPollSlice{100};
+// How long a watch may stay silent before its connection is considered dead (as
+// cpprest's inactivity timeout did).
+inline constexpr std::chrono::seconds kStreamIdle{600};
+inline constexpr std::size_t kReadChunk = 64 * 1024;
+inline const error_code kCancelled = boost::asio::error::operation_aborted;
+inline constexpr std::uint32_t kHeaderLimit = 64 * 1024;
+// Not boost::none: Beast 1.74 compares a Content-Length with an empty optional limit as "over".
+inline constexpr std::uint64_t kNoBodyLimit = std::numeric_limits<std::uint64_t>::max();
+
+inline bool isIpLiteral(const std::string& host) {
+  error_code ec;
+  asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+// Errors that mean a reused connection was closed by the server while it sat in
+// the pool.
+inline bool closedWhileIdle(const error_code& ec) {
+  return ec == http::error::end_of_stream || ec == asio::error::eof ||
+         ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+         ec == asio::error::connection_aborted || ec == ssl::error::stream_truncated;
+}
+
+class KeepAliveTransport::Connection {
+ public:
+  explicit Connection(std::unique_ptr<ssl::context> context) : context_(std::move(context)) {
+    if (context_) {
+      tls_.emplace(ioc_, *context_);
+    } else {
+      plain_.emplace(ioc_);
+    }
+  }
+
+  beast::tcp_stream& tcpStream() { return tls_ ? tls_->next_layer() : *plain_; }
+  ssl::stream<beast::tcp_stream>* tls() { return tls_ ? &*tls_ : nullptr; }
+  beast::flat_buffer& buffer() { return buffer_; }
+  bool reused = false;
+
+  // Starts an operation on the stream requests travel on and runs it to its end
+  // on this thread. With `cancel`: checked every kPollSlice; once true, the
+  // connection is closed (the operation ends with an error) and kCancelled is
+  // returned.
+  template <typename Start>
+  error_code run(SteadyClock::time_point deadline, Start&& start,
+                 const std::atomic<bool>* cancel = nullptr) {
+    error_code result;
+    bool done = false;
+    auto finish = [&](error_code ec) {
+      result = ec;
+      done = true;
+    };
+    if (deadline == SteadyClock::time_point::max()) {
+      tcpStream().expires_never();
+    } else {
+      tcpStream().expires_at(deadline);
+    }
+    if (tls_) {
+      start(*tls_, finish);
+    } else {
+      start(*plain_, finish);
+    }
+    ioc_.restart();
+    if (cancel == nullptr) {
+      ioc_.run();
+      return result;
+    }
+    while (!done) {
+      if (cancel->load()) {
+        tcpStream().close();
+        ioc_.run();
+        return kCancelled;
+      }
+      ioc_.run_for(kPollSlice);
+    }
+    return result;
+  }
+
+  // False when the server closed the connection (or sent something unasked)
+  // while it was idle.
+  bool stillOpen() {
+    char byte = 0;
+    const ssize_t n =
+        ::recv(tcpStream().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+
+ private:
+  asio::io_context ioc_{1};  // first: the streams below are destroyed before it
+  std::unique_ptr<ssl::context> context_;
+  std::optional<ssl::stream<beast::tcp_stream>> tls_;
+  std::optional<beast::tcp_stream> plain_;
+  beast::flat_buffer buffer_;
+};
+
+inline SteadyClock::time_point deadlineAfter(std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) return SteadyClock::time_point::max();
+  return SteadyClock::now() + timeout;
+}
+
+inline ApiResponse transportError(std::string text) {
+  ApiResponse out;
+  out.transportError = std::move(text);
+  return out;
+}
+
+inline std::string noAnswer(const ApiRequest& request) {
+  return "no answer within " + std::to_string(request.timeout.count()) + " ms";
+}
+
+}  // namespace gpufair::k8s::detail

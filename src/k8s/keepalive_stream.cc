@@ -1,0 +1,88 @@
+// KeepAliveTransport::stream: a watch, read as it arrives on the caller's thread.
+#include <string>
+#include <vector>
+
+#include "keepalive_connection.h"
+
+namespace gpufair::k8s::detail {
+
+ApiResponse KeepAliveTransport::stream(const ApiRequest& request, const std::string& authorization,
+                                       const LineHandler& onLine, const std::atomic<bool>& cancel) {
+  auto deadline = deadlineAfter(request.timeout);
+  std::string error;
+  ConnectionPtr connection = open(deadline, error, &cancel);
+  if (!connection) return transportError(error == "timeout" ? noAnswer(request) : error);
+  const auto outgoing = message(request, authorization);
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(kNoBodyLimit);
+  parser.header_limit(kHeaderLimit);
+  error_code ec = connection->run(
+      deadline,
+      [&](auto& stream, auto& finish) {
+        http::async_write(stream, outgoing, [&](error_code e, std::size_t) {
+          if (e) return finish(e);
+          http::async_read_header(stream, connection->buffer(), parser,
+                                  [&finish](error_code r, std::size_t) { finish(r); });
+        });
+      },
+      &cancel);
+  if (ec == kCancelled) return transportError("cancelled");
+  if (ec == beast::error::timeout) return transportError(noAnswer(request));
+  if (ec) return transportError(ec.message());
+  ApiResponse out;
+  out.status = static_cast<int>(parser.get().result_int());
+  if (request.onResponse) request.onResponse(out.status);
+  const bool success = out.status >= 200 && out.status < 300;
+  // A failure's body (small) within the request's timeout again; a watch's
+  // lines as they come, for as long as the stream is not silent for
+  // kStreamIdle.
+  deadline = success ? SteadyClock::time_point::max() : deadlineAfter(request.timeout);
+  std::string pending;
+  std::vector<char> chunk(kReadChunk);
+  // Calls onLine for each complete line in `pending` (the rest too when `all`);
+  // false when onLine asked to stop.
+  auto deliver = [&](bool all) {
+    std::size_t start = 0;
+    for (auto nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
+      std::string_view line(pending.data() + start, nl - start);
+      start = nl + 1;
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (!line.empty() && !onLine(line)) return false;
+    }
+    if (all && start < pending.size()) {
+      if (!onLine(std::string_view(pending).substr(start))) return false;
+      start = pending.size();
+    }
+    pending.erase(0, start);
+    return true;
+  };
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+    ec = connection->run(
+        success ? SteadyClock::now() + kStreamIdle : deadline,
+        [&](auto& stream, auto& finish) {
+          http::async_read_some(stream, connection->buffer(), parser,
+                                [&finish](error_code r, std::size_t) { finish(r); });
+        },
+        &cancel);
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec == kCancelled) return out;
+    const std::size_t got = chunk.size() - parser.get().body().size;
+    if (!success) {
+      out.body.append(chunk.data(), got);
+      if (ec) return out;
+      continue;
+    }
+    pending.append(chunk.data(), got);
+    if (!deliver(false)) return out;
+    if (ec) {
+      out.transportError = "stream broken: " + ec.message();
+      return out;
+    }
+  }
+  if (success) deliver(true);
+  return out;
+}
+
+}  // namespace gpufair::k8s::detail

@@ -1,0 +1,240 @@
+#include <charconv>
+#include <stdexcept>
+#include <string_view>
+
+#include "keepalive_connection.h"
+
+namespace gpufair::k8s::detail {
+namespace {
+
+struct ServerParts {
+  bool https = false;
+  std::string host;        // without brackets
+  std::string port;        // "443" when the URL has none
+  std::string hostHeader;  // as in the URL
+  std::string basePath;    // a path the URL has, without a trailing '/'
+  std::string error;       // why the URL is unusable, or ""
+};
+
+ServerParts parseServer(std::string_view server) {
+  ServerParts parts;
+  parts.https = server.rfind("https://", 0) == 0;
+  if (!parts.https && server.rfind("http://", 0) != 0) {
+    parts.error = "not http:// or https://";
+    return parts;
+  }
+  server.remove_prefix(parts.https ? 8 : 7);
+  const auto slash = server.find('/');
+  std::string_view authority = server.substr(0, slash);
+  if (slash != std::string_view::npos) {
+    std::string_view path = server.substr(slash);
+    while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+    parts.basePath = path;
+  }
+  parts.hostHeader = authority;
+  std::string_view host = authority;
+  std::string_view port;
+  if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos) {
+      parts.error = "no closing ] after an IPv6 address";
+      return parts;
+    }
+    host = authority.substr(1, close - 1);
+    const std::string_view after = authority.substr(close + 1);
+    if (!after.empty() && after.front() != ':') {
+      parts.error = "unexpected text after the IPv6 address";
+      return parts;
+    }
+    if (!after.empty()) port = after.substr(1);
+  } else if (const auto colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+    if (port.empty()) parts.error = "empty port";
+  }
+  if (host.empty() || host.find_first_of(" @?#") != std::string_view::npos) {
+    parts.error = "no usable host";
+  }
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (!port.empty() && (ec != std::errc() || end != port.data() + port.size() || value > 65535)) {
+    parts.error = "port \"" + std::string(port) + "\" is not a number from 0 to 65535";
+  }
+  parts.host = host;
+  parts.port = port.empty() ? (parts.https ? "443" : "80") : std::string(port);
+  return parts;
+}
+
+}  // namespace
+
+std::string KeepAliveTransport::checkServer(const std::string& server) {
+  return parseServer(server).error;
+}
+
+KeepAliveTransport::KeepAliveTransport(const std::string& server,
+                                       std::shared_ptr<const TlsMaterial> tls, bool verifyServer)
+    : tls_(std::move(tls)), verifyServer_(verifyServer) {
+  ServerParts parts = parseServer(server);
+  https_ = parts.https;
+  host_ = std::move(parts.host);
+  port_ = std::move(parts.port);
+  hostHeader_ = std::move(parts.hostHeader);
+  basePath_ = std::move(parts.basePath);
+}
+
+KeepAliveTransport::~KeepAliveTransport() = default;
+
+std::size_t KeepAliveTransport::connectionsOpened() const {
+  std::lock_guard lock(mu_);
+  return opened_;
+}
+
+KeepAliveTransport::ConnectionPtr KeepAliveTransport::take() {
+  for (;;) {
+    ConnectionPtr connection;
+    {
+      std::lock_guard lock(mu_);
+      if (idle_.empty()) return nullptr;
+      connection = std::move(idle_.back());
+      idle_.pop_back();
+    }
+    if (connection->stillOpen()) return connection;
+  }
+}
+
+void KeepAliveTransport::giveBack(ConnectionPtr connection) {
+  connection->reused = true;
+  std::lock_guard lock(mu_);
+  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(connection));
+}
+
+KeepAliveTransport::ConnectionPtr KeepAliveTransport::open(SteadyClock::time_point deadline,
+                                                           std::string& error,
+                                                           const std::atomic<bool>* cancel) {
+  std::unique_ptr<ssl::context> context;
+  if (https_) {
+    try {
+      context = std::make_unique<ssl::context>(ssl::context::tls_client);
+      error_code ignored;
+      if (verifyServer_) {
+        context->set_default_verify_paths(ignored);
+        context->set_verify_mode(ssl::verify_peer);
+      } else {
+        context->set_verify_mode(ssl::verify_none);
+      }
+      if (tls_) tls_->configure(*context);  // throws when a file can no longer be read
+    } catch (const std::exception& e) {
+      ERR_clear_error();
+      error = e.what();
+      return nullptr;
+    }
+  }
+  auto connection = std::make_unique<Connection>(std::move(context));
+  if (auto* tls = connection->tls()) {
+    if (!isIpLiteral(host_)) SSL_set_tlsext_host_name(tls->native_handle(), host_.c_str());
+    if (verifyServer_) tls->set_verify_callback(ssl::host_name_verification(host_));
+  }
+  error_code ec;
+  tcp::resolver resolver(connection->tcpStream().get_executor());
+  const auto endpoints = resolver.resolve(host_, port_, ec);
+  if (ec) {
+    error = "cannot resolve " + host_ + ": " + ec.message();
+    return nullptr;
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++opened_;
+  }
+  const auto failed = [&](const char* what) {
+    error = ec == beast::error::timeout ? "timeout"
+            : ec == kCancelled          ? "cancelled"
+                                        : what + ec.message();
+    return nullptr;
+  };
+  ec = connection->run(
+      deadline,
+      [&](auto&, auto& finish) {
+        connection->tcpStream().async_connect(
+            endpoints, [&finish](error_code e, const tcp::endpoint&) { finish(e); });
+      },
+      cancel);
+  if (ec) return failed("cannot connect: ");
+  error_code ignored;
+  connection->tcpStream().socket().set_option(tcp::no_delay(true), ignored);
+  if (auto* tls = connection->tls()) {
+    ec = connection->run(
+        deadline,
+        [&](auto&, auto& finish) {
+          tls->async_handshake(ssl::stream_base::client, [&finish](error_code e) { finish(e); });
+        },
+        cancel);
+    if (ec) return failed("TLS handshake failed: ");
+  }
+  return connection;
+}
+
+http::request<http::string_body> KeepAliveTransport::message(
+    const ApiRequest& request, const std::string& authorization) const {
+  http::request<http::string_body> message;
+  message.version(11);
+  const http::verb verb = http::string_to_verb(request.method);
+  if (verb == http::verb::unknown) {
+    message.method_string(request.method);
+  } else {
+    message.method(verb);
+  }
+  message.target(basePath_.empty() ? request.path : basePath_ + request.path);
+  message.set(http::field::host, hostHeader_);
+  message.set(http::field::accept, "application/json");
+  message.set(http::field::user_agent, "gpufair/0.1");
+  if (!authorization.empty()) message.set(http::field::authorization, authorization);
+  if (!request.body.empty() || verb == http::verb::post || verb == http::verb::put ||
+      verb == http::verb::patch) {
+    message.set(http::field::content_type, request.contentType);
+    message.body() = request.body;
+  }
+  message.keep_alive(true);
+  message.prepare_payload();
+  return message;
+}
+
+ApiResponse KeepAliveTransport::send(const ApiRequest& request, const std::string& authorization) {
+  const auto deadline = deadlineAfter(request.timeout);
+  const auto outgoing = message(request, authorization);
+  // At most two attempts: the second only after a reused connection turned out
+  // closed.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ConnectionPtr connection = attempt == 0 ? take() : nullptr;
+    if (!connection) {
+      std::string error;
+      connection = open(deadline, error);
+      if (!connection) return transportError(error == "timeout" ? noAnswer(request) : error);
+    }
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(kNoBodyLimit);
+    parser.header_limit(kHeaderLimit);
+    const error_code ec = connection->run(deadline, [&](auto& stream, auto& finish) {
+      http::async_write(stream, outgoing, [&](error_code e, std::size_t) {
+        if (e) return finish(e);
+        http::async_read(stream, connection->buffer(), parser,
+                         [&finish](error_code r, std::size_t) { finish(r); });
+      });
+    });
+    if (ec) {
+      if (ec == beast::error::timeout) return transportError(noAnswer(request));
+      if (connection->reused && !parser.got_some() && closedWhileIdle(ec)) continue;
+      return transportError(ec.message());
+    }
+    auto response = parser.release();
+    ApiResponse out;
+    out.status = static_cast<int>(response.result_int());
+    out.body = std::move(response.body());
+    if (response.keep_alive() && connection->buffer().size() == 0) {
+      giveBack(std::move(connection));
+    }
+    return out;
+  }
+  return transportError("the connection was closed before an answer");
+}
+
+}  // namespace gpufair::k8s::detail

@@ -1,0 +1,97 @@
+// KeepAliveTransport: HTTP/1.1 to one API server, plain or TLS, run on the
+// calling thread: one-shot requests over a pool of keep-alive connections, and
+// watch streams each on a connection of its own. Each connection owns a small
+// io_context that the caller runs while its request is under way, so a request
+// (or a watch event) costs its socket calls and its parsing, and nothing else:
+// no thread hand-off, no completion queued on a shared pool and woken up again
+// (cpprestsdk, used before, woke two to three threads per request and per watch
+// event; bench/RESULTS.md, issue 15).
+//   - Connections are reused while the server keeps them alive; a pooled
+//   connection the server
+//     has closed meanwhile is noticed before use (peek), and a request that
+//     fails on a reused connection before any byte of the answer arrived is
+//     sent once more on a new connection (what cpprest's asio client does, for
+//     any method).
+//   - TLS: the CA bundle and client certificate of TlsMaterial, read again for
+//   every new
+//     connection; the server certificate is verified, its name against the
+//     host, unless insecureSkipTlsVerify.
+//   - The request's timeout bounds the whole request (connect, TLS handshake,
+//   write, read).
+// Errors are values: the status and body of any answer, or a transport error
+// text. Thread-safety: send() may be called from many threads at once; each
+// takes its own connection.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "gpufair/k8s/client.h"
+
+#include "client_auth.h"
+
+namespace gpufair::k8s::detail {
+
+class KeepAliveTransport {
+ public:
+  // server: "http://HOST:PORT" or "https://HOST:PORT" (the port may be left
+  // out). tls: the credentials of an https server (null: system roots, no
+  // client certificate).
+  KeepAliveTransport(const std::string& server, std::shared_ptr<const TlsMaterial> tls,
+                     bool verifyServer);
+  ~KeepAliveTransport();
+
+  // Why `server` cannot be used (no host, a bad port, another scheme), or "".
+  static std::string checkServer(const std::string& server);
+
+  // Sends the request with these headers added (e.g. Authorization); on failure
+  // only `status` 0 and `transportError` (without the method and path: the
+  // caller adds them).
+  ApiResponse send(const ApiRequest& request, const std::string& authorization);
+
+  // Streams a long answer (watch) on a connection of its own, closed at the
+  // end: onLine gets each line of a 2xx body until the body ends, onLine
+  // returns false, or `cancel` (checked every 100 ms); a non-2xx answer comes
+  // back with its body and no lines. The request's timeout bounds the wait for
+  // the answer's headers; afterwards 10 minutes of silence break the stream.
+  ApiResponse stream(const ApiRequest& request, const std::string& authorization,
+                     const LineHandler& onLine, const std::atomic<bool>& cancel);
+
+  // Connections opened so far (for tests and stats).
+  std::size_t connectionsOpened() const;
+
+  class Connection;
+
+ private:
+  using ConnectionPtr = std::unique_ptr<Connection>;
+  // An idle connection still open, or null.
+  ConnectionPtr take();
+  // A new connection, connected (and TLS handshaken), or null with `error` set
+  // ("timeout" when the deadline passed).
+  ConnectionPtr open(std::chrono::steady_clock::time_point deadline, std::string& error,
+                     const std::atomic<bool>* cancel = nullptr);
+  boost::beast::http::request<boost::beast::http::string_body> message(
+      const ApiRequest& request, const std::string& authorization) const;
+  void giveBack(ConnectionPtr connection);
+
+  bool https_ = false;
+  std::string host_;
+  std::string port_;
+  std::string hostHeader_;  // HOST:PORT as in the server URL
+  std::string basePath_;    // the server URL's path, put before every request's path
+  std::shared_ptr<const TlsMaterial> tls_;
+  bool verifyServer_ = true;
+
+  mutable std::mutex mu_;
+  std::vector<ConnectionPtr> idle_;  // GUARDED_BY(mu_)
+  std::size_t opened_ = 0;           // GUARDED_BY(mu_)
+};
+
+}  // namespace gpufair::k8s::detail
