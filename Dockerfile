@@ -30,7 +30,7 @@ FROM ${DEBIAN_IMAGE}
 # need in turn comes with them as apt dependencies. openssl is for gpufair-probe's https
 # probes (openssl s_client), bash and coreutils (timeout, head, cut) are already in the base.
 ARG RUNTIME_PACKAGES="libc6 libgcc-s1 libstdc++6 libssl3 libfmt9 \
-  libspdlog1.10 libyaml-cpp0.7 libsimdjson14 libcpprest2.10 \
+  libspdlog1.10 libyaml-cpp0.7 libsimdjson14 \
   libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 openssl"
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \

@@ -18,7 +18,7 @@ SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git curl \
   libboost-dev nlohmann-json3-dev libyaml-cpp-dev libsimdjson-dev libspdlog-dev libfmt-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev libcpprest-dev libssl-dev prometheus-cpp-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libssl-dev prometheus-cpp-dev
 
 # clang, its sanitizer and libFuzzer runtimes (libclang_rt.*), and llvm-symbolizer for reports.
 CLANG_PACKAGES := clang-14 libclang-rt-14-dev llvm-14
