@@ -1,26 +1,19 @@
-// KeepAliveTransport: HTTP/1.1 to one API server, plain or TLS, run on the
-// calling thread: one-shot requests over a pool of keep-alive connections, and
-// watch streams each on a connection of its own. Each connection owns a small
-// io_context that the caller runs while its request is under way, so a request
-// (or a watch event) costs its socket calls and its parsing, and nothing else:
-// no thread hand-off, no completion queued on a shared pool and woken up again
-// (cpprestsdk, used before, woke two to three threads per request and per watch
-// event; bench/RESULTS.md, issue 15).
-//   - Connections are reused while the server keeps them alive; a pooled
-//   connection the server
-//     has closed meanwhile is noticed before use (peek), and a request that
-//     fails on a reused connection before any byte of the answer arrived is
-//     sent once more on a new connection (what cpprest's asio client does, for
-//     any method).
-//   - TLS: the CA bundle and client certificate of TlsMaterial, read again for
-//   every new
-//     connection; the server certificate is verified, its name against the
-//     host, unless insecureSkipTlsVerify.
-//   - The request's timeout bounds the whole request (connect, TLS handshake,
-//   write, read).
-// Errors are values: the status and body of any answer, or a transport error
-// text. Thread-safety: send() may be called from many threads at once; each
-// takes its own connection.
+// KeepAliveTransport: HTTP/1.1 to one API server, plain or TLS, run on the calling thread: one-shot
+// requests over a pool of keep-alive connections, and watch streams each on a connection of its
+// own. Each connection owns a small io_context that the caller runs while its request is under
+// way, so a request (or a watch event) costs its socket calls and its parsing, and nothing else:
+// no thread hand-off, no completion queued on a shared pool and woken up again (cpprestsdk, used
+// before, woke two to three threads per request and per watch event; bench/RESULTS.md, issue 15).
+//   - Connections are reused while the server keeps them alive; a pooled connection the server
+//     has closed meanwhile is noticed before use (peek), and a request that fails on a reused
+//     connection before any byte of the answer arrived is sent once more on a new connection
+//     (what cpprest's asio client did, for any method).
+//   - TLS: the CA bundle and client certificate of TlsMaterial, read again for every new
+//     connection; the server certificate is verified, its name against the host, unless
+//     insecureSkipTlsVerify.
+//   - The request's timeout bounds the whole request (connect, TLS handshake, write, read).
+// Errors are values: the status and body of any answer, or a transport error text.
+// Thread-safety: send() may be called from many threads at once; each takes its own connection.
 #pragma once
 
 #include <atomic>
