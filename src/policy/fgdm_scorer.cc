@@ -30,6 +30,12 @@ bool cpuBinds(const ClusterSnapshot& snapshot, double ratio) {
   return cpuUsed / cpu >= ratio * (gpuUsed / gpu);
 }
 
+// Free milli-GPUs that `freeCpu` milli-CPU cannot feed at `ratio` milli-CPU per milli-GPU.
+double stranded(double freeGpu, double freeCpu, double ratio) {
+  if (ratio <= 0) return 0;
+  return std::max(0.0, freeGpu - std::max(0.0, freeCpu) / ratio);
+}
+
 class FgdmScorer final : public Scorer {
  public:
   FgdmScorer(WorkloadPtr workload, FgdmTuning tuning)
@@ -45,22 +51,39 @@ class FgdmScorer final : public Scorer {
     }
     const bool fitTies = tuning_.bestFitTies || (pod.gpus == 0 && tuning_.gpuLessBestFitTies) ||
                          (pod.gpus > 0 && cpuBinds(snapshot, tuning_.cpuBoundRatio));
-    // Quantized growth first; the tie-break term stays below one quantum.
+    const double ratio = pod.gpus > 0 && tuning_.cpuStrandTies ? cpuPerGpu(*workload) : 0.0;
+    // Quantized growth first, then the stranding growth (in GPUs, x kStrandWeight, bounded so
+    // that it stays below one quantum), then best fit (below 1).
     constexpr double kQuantum = 1e4;
-    // Reads only what detail::sameScoreInputs compares: one score per node shape.
-    detail::scoreDistinct(nodes, snapshot.fitOptions(), out, [&](const NodeState& n) {
-      double delta = fragmentationDelta(n, pod, workload, snapshot.fitOptions());
-      if (!pressure.models.empty()) {
-        delta +=
-            tuning_.scarcityWeight * pressure.of(n.node().gpuModel) * static_cast<double>(pod.gpus);
-      }
-      double s = paperScore(delta) * kQuantum;
-      if (fitTies && n.allocatable() > 0) {
-        const MilliGpu left = n.free() > pod.gpus ? n.free() - pod.gpus : 0;
-        s -= static_cast<double>(left) / static_cast<double>(n.allocatable() + 1);
-      }
-      return s;
-    });
+    constexpr double kStrandWeight = 100;
+    constexpr double kStrandBound = 0.9 * kQuantum / kStrandWeight;
+    // Reads only what detail::sameScoreInputs compares (with the node's free CPU while the
+    // stranding ties are on): one score per node shape.
+    const bool readsCpuFree = ratio > 0;
+    detail::scoreDistinct(
+        nodes, snapshot.fitOptions(), out,
+        [&](const NodeState& n) {
+          double delta = fragmentationDelta(n, pod, workload, snapshot.fitOptions());
+          if (!pressure.models.empty()) {
+            delta += tuning_.scarcityWeight * pressure.of(n.node().gpuModel) *
+                     static_cast<double>(pod.gpus);
+          }
+          double s = paperScore(delta) * kQuantum;
+          if (ratio > 0) {
+            const double g = static_cast<double>(n.free());
+            const double c = static_cast<double>(n.cpuFree());
+            const double growth = stranded(g - static_cast<double>(pod.gpus),
+                                           c - static_cast<double>(pod.cpuMilli), ratio) -
+                                  stranded(g, c, ratio);
+            s -= kStrandWeight * std::clamp(growth / kMilliPerGpu, -kStrandBound, kStrandBound);
+          }
+          if (fitTies && n.allocatable() > 0) {
+            const MilliGpu left = n.free() > pod.gpus ? n.free() - pod.gpus : 0;
+            s -= static_cast<double>(left) / static_cast<double>(n.allocatable() + 1);
+          }
+          return s;
+        },
+        readsCpuFree);
   }
 
   int chooseGpu(const ClusterSnapshot& snapshot, const Pod& pod,
@@ -125,6 +148,22 @@ ModelPressure modelPressure(const ClusterSnapshot& snapshot, const Workload& wor
   const double mean = demand / totalSupply;  // the workload's demand per GPU of supply
   for (double& x : p.pressure) x /= mean;
   return p;
+}
+
+double cpuPerGpu(const Workload& workload) {
+  double cpu = 0;
+  double gpu = 0;
+  for (const auto& w : workload.shapes()) {
+    const double g = static_cast<double>(w.shape.totalGpus());
+    if (g <= 0) continue;
+    cpu += w.weight * static_cast<double>(w.shape.cpuMilli);
+    gpu += w.weight * g;
+  }
+  return gpu > 0 ? cpu / gpu : 0.0;
+}
+
+double cpuStrandedGpus(const NodeState& node, double ratio) {
+  return stranded(static_cast<double>(node.free()), static_cast<double>(node.cpuFree()), ratio);
 }
 
 ScorerPtr makeFgdmScorer(WorkloadPtr workload, FgdmTuning tuning) {

@@ -421,7 +421,7 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 // (free GPUs) and the measured CPU and memory (measuredCpu, measuredMemory). The hash reads only
 // the node's own fields (the per-GPU list and a long model name live elsewhere in memory, and
 // this runs on every candidate): nodes it cannot tell apart are told apart by sameScoreInputs.
-std::uint64_t scoreInputsHash(const NodeState& node, const FitOptions& options) {
+std::uint64_t scoreInputsHash(const NodeState& node, const FitOptions& options, bool readsCpuFree) {
   const std::string& model = node.node().gpuModel;
   std::uint64_t prefix = 0;
   std::memcpy(&prefix, model.data(), std::min(model.size(), sizeof prefix));
@@ -432,11 +432,14 @@ std::uint64_t scoreInputsHash(const NodeState& node, const FitOptions& options) 
   h = mix(h, static_cast<std::uint64_t>(node.fullyFreeGpus()));
   h = mix(h, static_cast<std::uint64_t>(node.largestGpuFree()));
   const MeasuredCpuMemory m = measuredCpuMemory(node, options);
+  if (readsCpuFree) h = mix(h, static_cast<std::uint64_t>(node.cpuFree()));
   h = mix(h, static_cast<std::uint64_t>(m.cpuFree) * 2 + (m.cpuUnlimited ? 1 : 0));
   return mix(h, static_cast<std::uint64_t>(m.memoryFree) * 2 + (m.memoryUnlimited ? 1 : 0));
 }
 
-bool sameScoreInputs(const NodeState& a, const NodeState& b, const FitOptions& options) {
+bool sameScoreInputs(const NodeState& a, const NodeState& b, const FitOptions& options,
+                     bool readsCpuFree) {
+  if (readsCpuFree && a.cpuFree() != b.cpuFree()) return false;
   if (a.allocatable() != b.allocatable() || a.used() != b.used() || a.gpuCount() != b.gpuCount() ||
       a.fullyFreeGpus() != b.fullyFreeGpus() ||
       !(measuredCpuMemory(a, options) == measuredCpuMemory(b, options)) ||

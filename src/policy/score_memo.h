@@ -18,14 +18,18 @@ namespace gpufair::policy::detail {
 
 // A hash of what the fgd scorers read of `node` (see above), and whether two nodes agree on all of
 // it. Defined beside the fragmentation measure (fragmentation.cc), which decides what it reads.
-std::uint64_t scoreInputsHash(const NodeState& node, const FitOptions& options);
-bool sameScoreInputs(const NodeState& a, const NodeState& b, const FitOptions& options);
+// readsCpuFree: the scorer also reads the node's free CPU (fgdm's CPU-stranding ties) whether or
+// not the measure does, so nodes that differ in it are told apart.
+std::uint64_t scoreInputsHash(const NodeState& node, const FitOptions& options,
+                              bool readsCpuFree = false);
+bool sameScoreInputs(const NodeState& a, const NodeState& b, const FitOptions& options,
+                     bool readsCpuFree = false);
 
 // out[i] = scoreOne(*nodes[i]) for every i, calling scoreOne once per distinct node shape.
-// scoreOne must read of a node only what sameScoreInputs compares.
+// scoreOne must read of a node only what sameScoreInputs(..., readsCpuFree) compares.
 template <class ScoreOne>
 void scoreDistinct(std::span<const NodeState* const> nodes, const FitOptions& options,
-                   std::span<double> out, ScoreOne&& scoreOne) {
+                   std::span<double> out, ScoreOne&& scoreOne, bool readsCpuFree = false) {
   constexpr std::size_t kFewNodes = 4;
   if (nodes.size() <= kFewNodes) {
     for (std::size_t i = 0; i < nodes.size(); ++i) out[i] = scoreOne(*nodes[i]);
@@ -46,13 +50,14 @@ void scoreDistinct(std::span<const NodeState* const> nodes, const FitOptions& op
   };
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const NodeState& node = *nodes[i];
-    const std::uint64_t hash = scoreInputsHash(node, options);
+    const std::uint64_t hash = scoreInputsHash(node, options, readsCpuFree);
     const std::size_t mask = slots.size() - 1;
     std::size_t at = hash & mask;
     std::size_t same = 0;
     for (; slots[at].first1 != 0; at = (at + 1) & mask) {
       const Slot& slot = slots[at];
-      if (slot.hash == hash && sameScoreInputs(*nodes[slot.first1 - 1], node, options)) {
+      if (slot.hash == hash &&
+          sameScoreInputs(*nodes[slot.first1 - 1], node, options, readsCpuFree)) {
         same = slot.first1;
         break;
       }

@@ -85,8 +85,8 @@ namespace {
 
 constexpr ScorerInfo kRegistry[] = {
     {"fgdm",
-     "fgd that keeps pods off the GPU models restricted pods need and breaks ties by best fit "
-     "where it pays (default; see fgdm_scorer.h)",
+     "fgd that keeps pods off the GPU models restricted pods need, breaks GPU pods' ties by the "
+     "GPUs their CPU strands and CPU-only pods' by best fit (default; see fgdm_scorer.h)",
      [](const ScorerOptions& o) { return makeFgdmScorer(o.workload); }},
     {"blockfit", "keeps large free GPU blocks whole: breaking a scarce block costs most",
      [](const ScorerOptions&) { return makeBlockFitScorer(); }},

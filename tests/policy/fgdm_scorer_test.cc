@@ -1,8 +1,8 @@
 // fgdm on small clusters whose fragmentation, pressure and scores are computed by hand (see
 // include/gpufair/policy/fgdm_scorer.h): score = floor(100 / (1 + e^(dF / 1000))) * 1e4, where
-// dF is fgd's growth plus the scarcity term; where ties are broken by best fit (bestFitTies, a
-// pod without GPUs, or a GPU pod while CPU binds), minus (free milli-GPUs left / (allocatable +
-// 1)).
+// dF is fgd's growth plus the scarcity term; for a GPU pod, minus 100 x the growth (in GPUs) of
+// the node's CPU-stranded GPUs; where ties are broken by best fit (bestFitTies, a pod without
+// GPUs, or a GPU pod while CPU binds), minus (free milli-GPUs left / (allocatable + 1)).
 #include "gpufair/policy/fgdm_scorer.h"
 
 #include <memory>
@@ -30,11 +30,20 @@ PodShape share(MilliGpu m) {
   s.gpuShare = m;
   return s;
 }
+PodShape withCores(PodShape s, double cores) {
+  s.cpuMilli = static_cast<std::int64_t>(cores * 1000);
+  return s;
+}
 WorkloadPtr workloadOf(std::vector<WeightedShape> shapes) {
   return std::make_shared<const Workload>(std::move(shapes));
 }
 
-constexpr FgdmTuning kBestFit{1.0, true, true, 0.95};
+constexpr FgdmTuning kBestFit{1.0, true, true, true, 0.95};
+FgdmTuning cpuBoundBestFit() {
+  FgdmTuning t;
+  t.cpuBoundRatio = 0.95;
+  return t;
+}
 
 TEST(FgdmScorer, WholeGpusTiesGoToTheTighterNode) {
   // n1: 8 of 8 free; n2: 3 of 8; n3: 4 of 8. Against 2-GPU pods, 2 GPUs on n2 strand its last
@@ -84,21 +93,26 @@ SnapshotPtr oneBusyNode(double cores) {
                              {MakePod("t", "x").gpus(1).cpu(cores).on("n1")});
 }
 
-TEST(FgdmScorer, GpuPodTiesGoToTheTighterNodeWhileCpuBinds) {
+TEST(FgdmScorer, GpuPodTiesGoToTheTighterNodeWhileCpuBindsIfAsked) {
   // 8 of 20 cores (0.4) and 1 of 16 GPUs (0.0625) allocated: 0.4 >= 0.95 x 0.0625, CPU binds.
-  // Against 2-GPU pods nothing strands (dF = 0, 50): best fit, n1 (5000 left) over n2 (6000).
-  auto raw = rawScores(*makeFgdmScorer(workloadOf({{whole(2), 1.0}})), *oneBusyNode(8),
-                       MakePod("t", "p").gpus(2));
+  // Against 2-GPU pods nothing strands (dF = 0, 50; the workload asks no CPU, so no GPU is
+  // CPU-stranded): best fit, n1 (5000 left) over n2 (6000). Off by default (cpuBoundRatio 0).
+  auto raw = rawScores(*makeFgdmScorer(workloadOf({{whole(2), 1.0}}), cpuBoundBestFit()),
+                       *oneBusyNode(8), MakePod("t", "p").gpus(2));
   EXPECT_DOUBLE_EQ(raw[0], 50e4 - 5000.0 / 8001);
   EXPECT_DOUBLE_EQ(raw[1], 50e4 - 6000.0 / 8001);
+  raw = rawScores(*makeFgdmScorer(workloadOf({{whole(2), 1.0}})), *oneBusyNode(8),
+                  MakePod("t", "p").gpus(2));
+  EXPECT_DOUBLE_EQ(raw[0], 50e4);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4);
 }
 
 TEST(FgdmScorer, GpuPodTiesAreLeftToTheCallerWhileGpusBind) {
   // 0.5 of 20 cores (0.025) against 1 of 16 GPUs (0.0625): GPUs bind, the tie stays a tie; with
   // cpuBoundRatio 0.3 (0.025 >= 0.3 x 0.0625) it is broken as above.
   auto snap = oneBusyNode(0.5);
-  auto raw =
-      rawScores(*makeFgdmScorer(workloadOf({{whole(2), 1.0}})), *snap, MakePod("t", "p").gpus(2));
+  auto raw = rawScores(*makeFgdmScorer(workloadOf({{whole(2), 1.0}}), cpuBoundBestFit()), *snap,
+                       MakePod("t", "p").gpus(2));
   EXPECT_DOUBLE_EQ(raw[0], 50e4);
   EXPECT_DOUBLE_EQ(raw[1], 50e4);
   FgdmTuning low;
@@ -107,6 +121,74 @@ TEST(FgdmScorer, GpuPodTiesAreLeftToTheCallerWhileGpusBind) {
                   MakePod("t", "p").gpus(2));
   EXPECT_DOUBLE_EQ(raw[0], 50e4 - 5000.0 / 8001);
   EXPECT_DOUBLE_EQ(raw[1], 50e4 - 6000.0 / 8001);
+}
+
+TEST(FgdmScorer, CpuPerGpuIsTheGpuShapesCpuOverTheirGpus) {
+  // 1 GPU with 8 cores (weight 0.25), 2 GPUs with 8 cores (0.25), a CPU-only shape (0.5, left
+  // out): (0.25 x 8000 + 0.25 x 8000) / (0.25 x 1000 + 0.25 x 2000) = 4000 / 750.
+  auto w = workloadOf({{withCores(whole(1), 8), 0.25},
+                       {withCores(whole(2), 8), 0.25},
+                       {withCores(whole(0), 32), 0.5}});
+  EXPECT_DOUBLE_EQ(cpuPerGpu(*w), 4000.0 / 750.0);
+  EXPECT_DOUBLE_EQ(cpuPerGpu(*workloadOf({{withCores(whole(0), 4), 1.0}})), 0.0);
+  // A node with 4 free GPUs and 16 free cores feeds 16000 / 8 = 2000 milli-GPUs at 8 per
+  // milli-GPU: 2000 stranded; at 4 per milli-GPU none; at 0 (no ratio known) none.
+  auto snap = testing::snapshotOf({MakeNode("a").gpus(4).cpu(16)}, {});
+  EXPECT_DOUBLE_EQ(cpuStrandedGpus(*snap->nodes()[0], 8.0), 2000.0);
+  EXPECT_DOUBLE_EQ(cpuStrandedGpus(*snap->nodes()[0], 4.0), 0.0);
+  EXPECT_DOUBLE_EQ(cpuStrandedGpus(*snap->nodes()[0], 0.0), 0.0);
+}
+
+// a: 4 GPUs and 16 cores (CPU-poor); b: 4 GPUs and 64 cores. The workload: 1-GPU pods of 8 cores
+// (r = 8 milli-CPU per milli-GPU). a strands 4000 - 16000 / 8 = 2000 milli-GPUs, b none.
+SnapshotPtr cpuPoorAndRich() {
+  return testing::snapshotOf({MakeNode("a").gpus(4).cpu(16), MakeNode("b").gpus(4).cpu(64)}, {});
+}
+
+TEST(FgdmScorer, GpuPodAskingLittleCpuGoesWhereCpuIsShort) {
+  // 1 GPU, 2 cores: fgd ties (dF = 0, 50; CPU is not in the measure). On a, stranded becomes
+  // 3000 - 14000 / 8 = 1250: -750, +75; on b it stays 0. The pod takes a's GPU that a's CPU
+  // could not feed anyway, and b's CPU stays for the pods that need it.
+  auto raw = rawScores(*makeFgdmScorer(workloadOf({{withCores(whole(1), 8), 1.0}})),
+                       *cpuPoorAndRich(), MakePod("t", "p").gpus(1).cpu(2));
+  EXPECT_DOUBLE_EQ(raw[0], 50e4 + 75);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4);
+}
+
+TEST(FgdmScorer, CpuHungryGpuPodGoesWhereCpuIsPlentiful) {
+  // 1 GPU, 16 cores: on a, stranded becomes 3000 - 0 = 3000: +1000, -100; on b 3000 - 48000 / 8
+  // < 0: 0. Without the term (cpuStrandTies off) the two tie.
+  auto w = workloadOf({{withCores(whole(1), 8), 1.0}});
+  const Pod pod = MakePod("t", "p").gpus(1).cpu(16);
+  auto raw = rawScores(*makeFgdmScorer(w), *cpuPoorAndRich(), pod);
+  EXPECT_DOUBLE_EQ(raw[0], 50e4 - 100);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4);
+  FgdmTuning off;
+  off.cpuStrandTies = false;
+  raw = rawScores(*makeFgdmScorer(w, off), *cpuPoorAndRich(), pod);
+  EXPECT_DOUBLE_EQ(raw[0], 50e4);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4);
+}
+
+TEST(FgdmScorer, FractionalPodCountsItsShareAgainstCpuStranding) {
+  // Halves of 4 cores (r = 4000 / 500 = 8); a: 2 GPUs, 4 cores (stranded 2000 - 500 = 1500);
+  // b: 2 GPUs, 32 cores (none). Half a GPU and 1 core: dF = 0 on both (50); on a stranded
+  // becomes 1500 - 3000 / 8 = 1125: -375, +37.5; b stays 0.
+  auto snap =
+      testing::snapshotOf({MakeNode("a").gpus(2).cpu(4), MakeNode("b").gpus(2).cpu(32)}, {});
+  auto raw = rawScores(*makeFgdmScorer(workloadOf({{withCores(share(500), 4), 1.0}})), *snap,
+                       MakePod("t", "p").share(0.5).cpu(1));
+  EXPECT_DOUBLE_EQ(raw[0], 50e4 + 37.5);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4);
+}
+
+TEST(FgdmScorer, PodWithoutGpusIsNotMovedByCpuStranding) {
+  // A CPU-only pod on the nodes above: best fit on free GPUs only (both 4000 of 4001 free), the
+  // stranding term is for GPU pods.
+  auto raw = rawScores(*makeFgdmScorer(workloadOf({{withCores(whole(1), 8), 1.0}})),
+                       *cpuPoorAndRich(), MakePod("t", "p").cpu(8));
+  EXPECT_DOUBLE_EQ(raw[0], 50e4 - 4000.0 / 4001);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4 - 4000.0 / 4001);
 }
 
 TEST(FgdmScorer, FractionalPodGoesWhereItFillsAStrandedGpu) {
@@ -196,6 +278,24 @@ TEST(FgdmScorer, RestrictedPodPaysTheSamePressureOnEveryNodeItMayUse) {
   makeFgdmScorer(twoModelWorkload())->score(*snap, pod, nodes, raw);
   EXPECT_DOUBLE_EQ(raw[0], 46e4);
   EXPECT_DOUBLE_EQ(raw[0], raw[1]);
+}
+
+TEST(FgdmScorer, CpuStrandingBreaksTiesOnlyScarcityLeaves) {
+  // twoModels with CPU: t1 has 2 cores (2 GPUs), the V100 nodes 64 each; the shapes ask 8 cores
+  // per GPU. A 1-GPU, 1-core pod would shrink t1's stranded GPUs from 2000 - 250 = 1750 to
+  // 1000 - 125 = 875 (+87.5), but the scarcity term keeps it a quantum below the V100s (42 vs
+  // 46, as above): the stranding term only orders nodes of equal quantized score.
+  auto snap = testing::snapshotOf(
+      {MakeNode("t1").gpus(2).model("T4").cpu(2), MakeNode("v1").gpus(4).model("V100").cpu(64),
+       MakeNode("v2").gpus(4).model("V100").cpu(64)},
+      {});
+  auto w = workloadOf({{withCores(whole(1, {"T4"}), 8), 0.1},
+                       {withCores(whole(1, {"V100"}), 8), 0.2},
+                       {withCores(whole(1), 8), 0.7}});
+  auto raw = rawScores(*makeFgdmScorer(w), *snap, MakePod("a", "p").gpus(1).cpu(1));
+  EXPECT_DOUBLE_EQ(raw[0], 42e4 + 87.5);
+  EXPECT_DOUBLE_EQ(raw[1], 46e4);
+  EXPECT_DOUBLE_EQ(raw[2], 46e4);
 }
 
 TEST(FgdmScorer, WithoutAWorkloadThePodStandsForIt) {

@@ -3,6 +3,7 @@
 // scoreDistinct really computes one score per shape.
 #include "score_memo.h"
 
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
@@ -23,8 +24,10 @@ namespace {
 using testing::MakeNode;
 using testing::MakePod;
 
-PodShape shapeOf(int gpus, MilliGpu share, std::vector<std::string> models = {}) {
+PodShape shapeOf(int gpus, MilliGpu share, std::vector<std::string> models = {},
+                 std::int64_t cpuMilli = 0) {
   PodShape s;
+  s.cpuMilli = cpuMilli;
   s.gpuCount = gpus;
   s.gpuShare = share;
   s.gpuModels = std::move(models);
@@ -67,8 +70,10 @@ SnapshotPtr randomCluster(std::mt19937& rng, FitOptions fit) {
   SnapshotOptions options;
   options.fit = fit;
   options.workload =
-      std::make_shared<const Workload>(std::vector<WeightedShape>{{shapeOf(1, 0), 0.5},
-                                                                  {shapeOf(2, 0), 0.2},
+      // The GPU shapes ask CPU, so fgdm's CPU-stranding ties (which read each node's free CPU,
+      // measured or not) are on and must tell nodes apart by it.
+      std::make_shared<const Workload>(std::vector<WeightedShape>{{shapeOf(1, 0, {}, 8000), 0.5},
+                                                                  {shapeOf(2, 0, {}, 4000), 0.2},
                                                                   {shapeOf(0, 500), 0.2},
                                                                   {shapeOf(4, 0, {"A100"}), 0.1}});
   return testing::snapshotOf(nodes, std::move(pods), {}, std::move(options));

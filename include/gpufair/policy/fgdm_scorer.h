@@ -12,14 +12,21 @@
 //      growth, so pods that can run anywhere keep off the GPUs that restricted pods will need, and
 //      more so as those GPUs run out. The term is the same on every node of one model: a pod
 //      restricted to one model is not moved by it, and without restricted shapes fgdm is fgd.
-//   2. Ties (equal quantized scores) broken by best fit where it is known to pay: a pod without
-//      GPUs (its delta is 0 wherever the CPU and memory it takes strand no GPU) goes to the node
-//      with the fewest free GPUs (as a fraction of the node's), so the CPU it takes strands the
-//      fewest GPUs; and while the cluster's CPU is as allocated as its GPUs (CPU allocated
-//      fraction >= cpuBoundRatio x GPU allocated fraction: CPU binds), GPU pods too go to the
-//      node left with the least free GPU. Otherwise GPU pods' ties are left to the caller (its
-//      random tie-break), as fgd leaves them: best fit for every pod lost on the default list and
-//      on the multi-GPU family (bench/RESULTS.md).
+//   2. Ties (equal quantized scores) of GPU pods broken by the growth of CPU-stranded GPUs: the
+//      workload's GPU shapes ask r milli-CPU per milli-GPU (their CPU over their GPUs, weighted
+//      by popularity), so a node with f free milli-GPUs and c free milli-CPU can feed only c / r
+//      of them; the rest, stranded = max(0, f - c / r), will go unused however the next pods
+//      are shaped. Among ties, the node where the pod grows that the least wins: a pod asking
+//      less CPU per GPU than r goes where CPU is short (and frees the CPU-rich nodes for pods
+//      that need their CPU), a CPU-hungry one where CPU is plentiful. Nodes it strands nothing
+//      on stay tied (the caller's random tie-break, as fgd leaves them).
+//   3. Ties of pods without GPUs (their delta is 0 wherever the CPU and memory they take strand
+//      no GPU) broken by best fit: the node with the fewest free GPUs (as a fraction of the
+//      node's), so the CPU such a pod takes strands the fewest GPUs.
+//   Optional, off by default (measured worse, bench/RESULTS.md "fgdm with CPU-stranding ties"):
+//   best fit for every pod's ties (bestFitTies), and for GPU pods while the cluster's CPU is
+//   as allocated as its GPUs (cpuBoundRatio > 0: CPU allocated fraction >= cpuBoundRatio x GPU
+//   allocated fraction), after the stranding term.
 // The workload is the one given at construction, else the snapshot's (serve learns it online),
 // else the pod alone. Pure; thread-safety: stateless and const, one instance serves all threads.
 #pragma once
@@ -35,10 +42,17 @@ namespace gpufair::policy {
 
 struct FgdmTuning {
   double scarcityWeight = 1.0;  // milli-GPUs of growth per milli-GPU placed at relative pressure 1
+  bool cpuStrandTies = true;    // ties of GPU pods: least growth of CPU-stranded GPUs (see 2.)
   bool bestFitTies = false;     // ties of every pod: least free GPU left on the node
   bool gpuLessBestFitTies = true;  // ties of pods without GPUs: least free GPU on the node
-  double cpuBoundRatio = 0.95;     // ties of GPU pods too while CPU binds (see 2.); <= 0: never
+  double cpuBoundRatio = 0;        // best fit for GPU pods' ties while CPU binds; <= 0: never
 };
+
+// The milli-CPU the workload's GPU shapes ask per milli-GPU (popularity-weighted; shapes without
+// GPUs left out), and the free milli-GPUs of a node that its free CPU cannot feed at that ratio:
+// max(0, free milli-GPUs - free milli-CPU / ratio); 0 when the ratio is 0. Exposed for tests.
+double cpuPerGpu(const Workload& workload);
+double cpuStrandedGpus(const NodeState& node, double cpuPerGpu);
 
 ScorerPtr makeFgdmScorer(WorkloadPtr workload = nullptr, FgdmTuning tuning = {});
 

@@ -71,8 +71,8 @@ ScorerPtr makeFgdScorer(WorkloadPtr workload = nullptr);
 // GPUs wins. Same GPU choice as fgd.
 ScorerPtr makeFgdPlusScorer(WorkloadPtr workload = nullptr);
 
-// "fgdm" (the default, fgdm_scorer.h): fgd plus GPU-model scarcity, ties broken by best fit for
-// pods without GPUs and, while CPU binds, for GPU pods.
+// "fgdm" (the default, fgdm_scorer.h): fgd plus GPU-model scarcity; GPU pods' ties broken by the
+// growth of GPUs their node's CPU can no longer feed, pods without GPUs' by best fit.
 inline constexpr const char* kDefaultScorer = "fgdm";
 
 // The scorer registry: every strategy once, by name, with a one-line description for help texts
