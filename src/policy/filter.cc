@@ -23,8 +23,8 @@ FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
 
 namespace {
 
-// filterPod over candidates whose node states `nodeAt(i)` finds (nullptr: unknown); the same
-// steps as filterPod above.
+// filterPod over candidates whose node states `nodeAt(i)` finds (nullptr: unknown): by name
+// (filterPod) or by the positions CandidatePositions resolved, the same steps.
 template <class NodeAt>
 FilterResult filterFound(const ClusterSnapshot& snapshot, const Pod& pod,
                          std::span<const std::string_view> candidates, NodeAt&& nodeAt) {
@@ -62,33 +62,8 @@ FilterResult filterFound(const ClusterSnapshot& snapshot, const Pod& pod,
 
 FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
                        std::span<const std::string_view> candidates) {
-  FilterResult r;
-  const FitOptions& options = snapshot.fitOptions();
-  if (pod.gpus == 0 && !options.checkCpuMemory) {
-    r.feasible.assign(candidates.begin(), candidates.end());
-    r.admission.queue = pod.queue;
-    return r;
-  }
-  r.admission = admit(snapshot, pod);
-  if (!r.admission.status.isOk()) {
-    for (std::string_view name : candidates) reject(r, name, r.admission.status);
-    return r;
-  }
-  r.feasible.reserve(candidates.size());
-  for (std::string_view name : candidates) {
-    const NodeState* node = snapshot.findNode(name);
-    if (node == nullptr) {
-      r.failed.push_back(
-          {name, "node " + std::string(name) + " is not in gpufair's cluster view yet"});
-      continue;
-    }
-    if (nodeFits(*node, pod, options)) {
-      r.feasible.push_back(name);
-    } else {
-      reject(r, name, fitsNode(*node, pod, options));
-    }
-  }
-  return r;
+  return filterFound(snapshot, pod, candidates,
+                     [&](std::size_t i) { return snapshot.findNode(candidates[i]); });
 }
 
 FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
