@@ -1,5 +1,9 @@
 // The fake API server refuses what kube-apiserver v1.26 refuses, rule by rule, over HTTP; and every
 // Event, Binding, Eviction, Lease and patch gpufair writes passes those rules.
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -112,6 +116,41 @@ TEST_F(FakeValidationTest, EventsWithEventTimeNeedActionReasonAndReportingFields
     EXPECT_THAT(error.message, HasSubstr("Event \"train-1.\" is invalid: "));
     EXPECT_THAT(error.describe(), HasSubstr(c.error));
   }
+}
+
+TEST_F(FakeValidationTest, BodiesNeedAMediaTypeTheServerDecodes) {
+  const std::string events = "/api/v1/namespaces/team-a/events";
+  for (const std::string type : {"", "text/plain", "application/merge-patch+json"}) {
+    ApiResponse response = send("POST", events, event(), type);
+    EXPECT_EQ(response.status, 415) << "'" << type << "'";
+    EXPECT_THAT(response.body, HasSubstr("UnsupportedMediaType"));
+  }
+  EXPECT_EQ(send("POST", events, event(), "application/json; charset=utf-8").status, 201);
+  EXPECT_EQ(send("PUT", "/api/v1/namespaces/team-a/pods/train-1", fake::makePod("team-a", "x"),
+                 "text/plain")
+                .status,
+            415);
+}
+
+TEST_F(FakeValidationTest, AnHttp11RequestWithoutHostIsRefusedAndGpufairSendsOne) {
+  namespace asio = boost::asio;
+  asio::io_context ioc;
+  asio::ip::tcp::socket socket(ioc);
+  asio::ip::tcp::resolver resolver(ioc);
+  asio::connect(socket, resolver.resolve("127.0.0.1", std::to_string(fake_.port())));
+  const std::string raw =
+      "GET /api/v1/namespaces/team-a/pods HTTP/1.1\r\nConnection: close\r\n\r\n";
+  asio::write(socket, asio::buffer(raw));
+  std::string answer;
+  boost::system::error_code ec;
+  asio::read(socket, asio::dynamic_buffer(answer), ec);
+  EXPECT_THAT(answer, HasSubstr("400"));
+  EXPECT_THAT(answer, HasSubstr("missing required Host header"));
+  // gpufair's client always names the host: the same list through it is answered.
+  ApiRequest list;
+  list.method = "GET";
+  list.path = "/api/v1/namespaces/team-a/pods";
+  EXPECT_EQ(client_->send(list).status, 200);
 }
 
 TEST_F(FakeValidationTest, SeveralErrorsAreListedTogetherAsTheRealServerDoes) {

@@ -35,6 +35,21 @@ std::string reasonFor(int status) {
   }
 }
 
+// kube-apiserver decodes a POST or PUT body by its Content-Type: JSON, YAML or protobuf; anything
+// else (or none) is 415 before the handler runs. PATCH types are checked by the patch handler.
+std::optional<HttpResponse> unsupportedBody(const HttpRequest& request) {
+  if (request.method != "POST" && request.method != "PUT") return std::nullopt;
+  const std::string type = request.contentType.substr(0, request.contentType.find(';'));
+  if (type == "application/json" || type == "application/yaml" ||
+      type == "application/vnd.kubernetes.protobuf") {
+    return std::nullopt;
+  }
+  return statusResponse(415, "UnsupportedMediaType",
+                        "the body of the request was in an unknown format - accepted media types "
+                        "include: application/json, application/yaml, "
+                        "application/vnd.kubernetes.protobuf");
+}
+
 bool isWatch(const HttpRequest& request) {
   auto watch = request.queryValue("watch");
   return request.method == "GET" && (watch == "1" || watch == "true");
@@ -56,8 +71,13 @@ bool handleRequest(FakeApiServer::State& state, const HttpRequest& request, Resp
     bool authorized = state.tokens.empty() || request.clientCertVerified ||
                       (!request.token.empty() && std::find(state.tokens.begin(), state.tokens.end(),
                                                            request.token) != state.tokens.end());
-    if (!authorized) {
+    if (!request.hasHost) {
+      // Go's HTTP server refuses an HTTP/1.1 request without Host before kube-apiserver sees it.
+      early = statusResponse(400, "BadRequest", "missing required Host header");
+    } else if (!authorized) {
       early = statusResponse(401, "Unauthorized", "Unauthorized");
+    } else if (auto refused = unsupportedBody(request)) {
+      early = std::move(refused);
     } else {
       auto query = request.target.substr(request.path.size());
       for (auto& fault : state.faults) {

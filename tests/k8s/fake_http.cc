@@ -238,6 +238,7 @@ class BeastServer final : public HttpServer {
       }
       request.body = req.body();
       request.contentType = std::string(req[http::field::content_type]);
+      request.hasHost = req.find(http::field::host) != req.end();
       auto auth = std::string(req[http::field::authorization]);
       if (auth.rfind("Bearer ", 0) == 0) request.token = auth.substr(7);
       request.clientCertVerified = clientCertVerified;

@@ -27,6 +27,7 @@ struct HttpRequest {
   std::map<std::string, std::string> query;  // URL-decoded
   std::string body;
   std::string contentType;
+  bool hasHost = false;  // a Host header was sent (HTTP/1.1 requires one)
   std::string token;
   bool clientCertVerified = false;
   std::string queryValue(const std::string& key) const {
