@@ -101,19 +101,30 @@ MilliGpu planOfReplay(const Scenario& scenario, const ReplayResult& replay,
       if (pod.isFractional() != (pass == 0)) continue;
       const int node = replay.placements[k];
       if (node < 0) {
-        failed.push_back(order[k]);
+        failed.push_back(k);
         continue;
       }
       Bin& b = bins[static_cast<std::size_t>(node)];
       const int gpu = pod.isFractional() ? replay.gpuIndexes[k] : 0;
-      on[static_cast<std::size_t>(node)].push_back({order[k], take(b, pod, gpu)});
+      on[static_cast<std::size_t>(node)].push_back({k, take(b, pod, gpu)});
       placed += pod.gpus;
     }
   }
+  std::sort(failed.begin(), failed.end());
   return placed;
 }
 
 namespace {
+
+// `failed`, largest GPU request first (then CPU), arrival order among equals.
+void sortLargestFirst(const Scenario& scenario, std::span<const std::size_t> order,
+                      std::vector<std::size_t>& failed) {
+  std::stable_sort(failed.begin(), failed.end(), [&](std::size_t a, std::size_t b) {
+    const auto& x = scenario.templates[order[a]];
+    const auto& y = scenario.templates[order[b]];
+    return std::tuple(x.gpus, x.cpuMilli) > std::tuple(y.gpus, y.cpuMilli);
+  });
+}
 
 // A bin with room for template t, or bins.size(); `none[t]` remembers templates found to fit
 // nowhere since the plan last changed (conservative: a move may then be missed, never made wrong).
@@ -128,20 +139,21 @@ std::size_t hostFor(const Scenario& scenario, const std::vector<Bin>& bins, std:
   return bins.size();
 }
 
-// Places template `f` on bin n after moving one of n's pods elsewhere; false if no pod of n works.
-bool placeByMovingOne(const Scenario& scenario, std::vector<Bin>& bins,
-                      std::vector<std::vector<Placed>>& on, std::size_t n, std::size_t f,
-                      std::vector<char>& none) {
-  const policy::Pod& pod = scenario.templates[f];
+// Places the pod at position f on bin n after moving one of n's pods elsewhere; false if no pod of
+// n works.
+bool placeByMovingOne(const Scenario& scenario, std::span<const std::size_t> order,
+                      std::vector<Bin>& bins, std::vector<std::vector<Placed>>& on, std::size_t n,
+                      std::size_t f, std::vector<char>& none) {
+  const policy::Pod& pod = scenario.templates[order[f]];
   Bin& b = bins[n];
   for (std::size_t j = 0; j < on[n].size(); ++j) {
     const Placed q = on[n][j];
-    const policy::Pod& moved = scenario.templates[q.pod];
+    const policy::Pod& moved = scenario.templates[order[q.pod]];
     give(b, moved, q.gpus);
     const int gpu = fitGpu(b, pod);
     if (gpu >= 0) {
       const std::uint64_t taken = take(b, pod, gpu);
-      const std::size_t m = hostFor(scenario, bins, q.pod, none);
+      const std::size_t m = hostFor(scenario, bins, order[q.pod], none);
       if (m < bins.size()) {
         on[n][j] = {f, taken};
         on[m].push_back({q.pod, take(bins[m], moved, fitGpu(bins[m], moved))});
@@ -156,27 +168,50 @@ bool placeByMovingOne(const Scenario& scenario, std::vector<Bin>& bins,
 
 }  // namespace
 
-MilliGpu repairPlan(const Scenario& scenario, std::vector<Bin>& bins,
-                    std::vector<std::vector<Placed>>& on, std::vector<std::size_t> failed) {
-  std::stable_sort(failed.begin(), failed.end(), [&](std::size_t a, std::size_t b) {
-    const auto& x = scenario.templates[a];
-    const auto& y = scenario.templates[b];
-    return std::tuple(x.gpus, x.cpuMilli) > std::tuple(y.gpus, y.cpuMilli);
-  });
+MilliGpu repairPlan(const Scenario& scenario, std::span<const std::size_t> order,
+                    std::vector<Bin>& bins, std::vector<std::vector<Placed>>& on,
+                    std::vector<std::size_t>& failed) {
+  sortLargestFirst(scenario, order, failed);
   std::vector<char> none(scenario.templates.size(), 0);
+  std::vector<std::size_t> left;
   MilliGpu gained = 0;
   for (std::size_t f : failed) {
-    const policy::Pod& pod = scenario.templates[f];
-    if (pod.gpus == 0) continue;
-    for (std::size_t n = 0; n < bins.size(); ++n) {
+    const policy::Pod& pod = scenario.templates[order[f]];
+    bool placed = false;
+    for (std::size_t n = 0; n < bins.size() && pod.gpus > 0 && !placed; ++n) {
       if (!pod.allowsModel(bins[n].node->gpuModel)) continue;
       if (static_cast<MilliGpu>(bins[n].gpuFree.size()) * kMilliPerGpu < pod.gpus) continue;
-      if (!placeByMovingOne(scenario, bins, on, n, f, none)) continue;
-      gained += pod.gpus;
-      std::fill(none.begin(), none.end(), 0);
-      break;
+      placed = placeByMovingOne(scenario, order, bins, on, n, f, none);
     }
+    if (!placed) {
+      left.push_back(f);
+      continue;
+    }
+    gained += pod.gpus;
+    std::fill(none.begin(), none.end(), 0);
   }
+  failed = std::move(left);
+  return gained;
+}
+
+MilliGpu placeFailed(const Scenario& scenario, std::span<const std::size_t> order,
+                     std::vector<Bin>& bins, std::vector<std::vector<Placed>>& on,
+                     std::vector<std::size_t>& failed) {
+  sortLargestFirst(scenario, order, failed);
+  std::vector<char> none(scenario.templates.size(), 0);
+  std::vector<std::size_t> left;
+  MilliGpu gained = 0;
+  for (std::size_t f : failed) {
+    const policy::Pod& pod = scenario.templates[order[f]];
+    const std::size_t m = pod.gpus > 0 ? hostFor(scenario, bins, order[f], none) : bins.size();
+    if (m == bins.size()) {
+      left.push_back(f);
+      continue;
+    }
+    on[m].push_back({f, take(bins[m], pod, fitGpu(bins[m], pod))});
+    gained += pod.gpus;
+  }
+  failed = std::move(left);
   return gained;
 }
 

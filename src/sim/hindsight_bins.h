@@ -21,7 +21,8 @@ struct Bin {
   MilliGpu free = 0;
 };
 
-// A pod of the plan on a bin: its template, and the GPUs it took (bit g: GPU g).
+// A pod of the plan on a bin: its position in the arrival order (the pod is
+// scenario.templates[order[pod]]), and the GPUs it took (bit g: GPU g).
 struct Placed {
   std::size_t pod;
   std::uint64_t gpus;
@@ -38,16 +39,24 @@ int fitGpu(const Bin& b, const policy::Pod& pod);
 std::uint64_t take(Bin& b, const policy::Pod& pod, int gpu);
 void give(Bin& b, const policy::Pod& pod, std::uint64_t gpus);
 
-// The plan a replay made of order[0..count): bins with the placed pods on them (`on`, per bin), and
-// the pods it failed, as template indexes. Returns the milli-GPUs placed.
+// The plan a replay made of `order`: bins with the placed pods on them (`on`, per bin), and the
+// pods it failed, as positions in `order`. Returns the milli-GPUs placed.
 MilliGpu planOfReplay(const Scenario& scenario, const ReplayResult& replay,
                       std::span<const std::size_t> order, std::vector<Bin>& bins,
                       std::vector<std::vector<Placed>>& on, std::vector<std::size_t>& failed);
 
-// Local search on a plan: each failed GPU pod, largest first, is placed on a node after moving one
-// pod of that node to any node with room for it (every placed pod stays placed). Returns the
+// Local search on a plan: each failed GPU pod (a position in `order`), largest first, is placed on
+// a node after moving one pod of that node to any node with room for it (every placed pod stays
+// placed). The pods placed leave `failed`. Returns the milli-GPUs gained.
+MilliGpu repairPlan(const Scenario& scenario, std::span<const std::size_t> order,
+                    std::vector<Bin>& bins, std::vector<std::vector<Placed>>& on,
+                    std::vector<std::size_t>& failed);
+
+// First fit decreasing (GPUs, then CPU) of the failed GPU pods on the plan as it is, with no move:
+// room a repair opened may take more of them. The pods placed leave `failed`. Returns the
 // milli-GPUs gained.
-MilliGpu repairPlan(const Scenario& scenario, std::vector<Bin>& bins,
-                    std::vector<std::vector<Placed>>& on, std::vector<std::size_t> failed);
+MilliGpu placeFailed(const Scenario& scenario, std::span<const std::size_t> order,
+                     std::vector<Bin>& bins, std::vector<std::vector<Placed>>& on,
+                     std::vector<std::size_t>& failed);
 
 }  // namespace gpufair::sim::detail

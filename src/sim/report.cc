@@ -57,6 +57,13 @@ std::optional<double> Curve::allocatedAt(int percent) const {
   return std::nullopt;
 }
 
+int arrivedBucket(MilliGpu arrived, MilliGpu capacity) {
+  // Half to even (the default rounding mode), as Python's round().
+  const double b =
+      std::nearbyint(percentOf(static_cast<double>(arrived), static_cast<double>(capacity)));
+  return b > 1e9 ? 1000000000 : static_cast<int>(b);
+}
+
 Curve curveOf(std::span<const ReplayEvent> events, MilliGpu capacity, int maxPercent, int step) {
   Curve c;
   if (step <= 0) step = 1;
@@ -67,9 +74,8 @@ Curve curveOf(std::span<const ReplayEvent> events, MilliGpu capacity, int maxPer
   std::vector<Bucket> buckets(static_cast<std::size_t>(std::max(0, maxPercent)) + 2);
   const double cap = static_cast<double>(capacity);
   for (const auto& e : events) {
-    // Half to even, as Python's round() in the paper's analysis scripts.
-    const double b = std::nearbyint(percentOf(static_cast<double>(e.arrived), cap));
-    if (b < 0 || b >= static_cast<double>(buckets.size())) continue;
+    const int b = arrivedBucket(e.arrived, capacity);
+    if (b < 0 || static_cast<std::size_t>(b) >= buckets.size()) continue;
     Bucket& bucket = buckets[static_cast<std::size_t>(b)];
     const double free = cap - static_cast<double>(e.allocated);
     bucket.allocated += percentOf(static_cast<double>(e.allocated), cap);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "gpufair/policy/scorer.h"
+#include "gpufair/sim/report.h"
 
 #include "hindsight_bins.h"
 
@@ -83,7 +84,7 @@ TEST(Hindsight, RepairMovesOnePodToPlaceAFailedOne) {
   std::vector<std::size_t> failed;
   EXPECT_EQ(detail::planOfReplay(*s, online, order, bins, on, failed), 800);
   ASSERT_EQ(failed, std::vector<std::size_t>{2});
-  EXPECT_EQ(detail::repairPlan(*s, bins, on, failed), 1000);
+  EXPECT_EQ(detail::repairPlan(*s, order, bins, on, failed), 1000);
   EXPECT_EQ(bins[0].free + bins[1].free, 200);
   EXPECT_EQ(on[0].size() + on[1].size(), 3u);
   // The planner keeps the repaired plan of the scorer's replay: all 1.8 GPUs.
@@ -103,8 +104,61 @@ TEST(Hindsight, RepairLeavesWhatCannotBePlaced) {
   std::vector<std::vector<detail::Placed>> on;
   std::vector<std::size_t> failed;
   EXPECT_EQ(detail::planOfReplay(*s, online, order, bins, on, failed), 2000);
-  EXPECT_EQ(detail::repairPlan(*s, bins, on, failed), 0);
+  EXPECT_EQ(detail::repairPlan(*s, order, bins, on, failed), 0);
   EXPECT_EQ(bins[0].free + bins[1].free, 0);
+}
+
+// The curve point at 100 % arrived averages every event whose arrived request rounds to 100 %,
+// past the capacity too (curveOf). One node of 2 GPUs: a pod asking more CPU than the node has
+// fails in any plan; then 0.99 GPU (1.99 arrived, 99.5 %) and 0.02 GPU (2.01 arrived, 100.5 %),
+// both placed by the default online, both counted at 100 %: 49.5 % and 50.5 % allocated, 50 on
+// the curve. Hindsight has an event at each of these pods, so its curve is not below the default
+// (one event at the last pod within 100 % gave 49.5).
+TEST(Hindsight, CurveNeverBelowTheDefaultOnline) {
+  auto s = scenarioFromRows(
+      {node("a", 2)}, {pod("hog", 1, 1000, 64000), pod("big", 1, 990), pod("small", 1, 20)}, "t");
+  ASSERT_TRUE(s) << s.error();
+  const std::vector<std::size_t> order{0, 1, 2};
+  auto fgdm = policy::makeScorer(policy::kDefaultScorer);
+  const ReplayResult online = replay(*s, order, *fgdm, ReplayOptions{});
+  ASSERT_EQ(online.failed, 1u);
+  const int percents[] = {100};
+  const ReplayResult offline = hindsightReplay(*s, order, percents, fgdm.get());
+  ASSERT_EQ(offline.events.size(), 2u);
+  EXPECT_EQ(offline.events[0].arrived, 1990);
+  EXPECT_EQ(offline.events[1].arrived, 2010);
+  const auto onlineAt = curveOf(online.events, 2000, 100).allocatedAt(100);
+  const auto offlineAt = curveOf(offline.events, 2000, 100).allocatedAt(100);
+  ASSERT_TRUE(onlineAt && offlineAt);
+  EXPECT_DOUBLE_EQ(*onlineAt, 50.0);
+  EXPECT_DOUBLE_EQ(*offlineAt, 50.0);
+}
+
+// After a repair, failed pods are tried again without moves, largest first: two 1-GPU nodes, a
+// plan with 0.5 GPU on a and three failed pods (whole GPU, 0.6, 0.3): the whole GPU goes to b,
+// 0.6 fits nowhere, 0.3 goes beside the 0.5.
+TEST(Hindsight, PlaceFailedTakesWhatFitsLargestFirst) {
+  auto s = scenarioFromRows({node("a", 1), node("b", 1)},
+                            {pod("p", 1, 500), pod("q", 1, 300), pod("r", 1, 600), pod("whole", 1)},
+                            "t");
+  ASSERT_TRUE(s) << s.error();
+  const std::vector<std::size_t> order{0, 1, 2, 3};
+  ReplayResult given;  // as a replay that failed all but p would report it
+  given.placements = {0, -1, -1, -1};
+  given.gpuIndexes = {0, -1, -1, -1};
+  std::vector<detail::Bin> bins = detail::initialBins(*s);
+  std::vector<std::vector<detail::Placed>> on;
+  std::vector<std::size_t> failed;
+  EXPECT_EQ(detail::planOfReplay(*s, given, order, bins, on, failed), 500);
+  EXPECT_EQ(failed, (std::vector<std::size_t>{1, 2, 3}));
+  EXPECT_EQ(detail::placeFailed(*s, order, bins, on, failed), 1300);
+  EXPECT_EQ(failed, std::vector<std::size_t>{2});
+  EXPECT_EQ(bins[0].free, 200);
+  EXPECT_EQ(bins[1].free, 0);
+  ASSERT_EQ(on[0].size(), 2u);
+  EXPECT_EQ(on[0][1].pod, 1u);  // positions in the order
+  ASSERT_EQ(on[1].size(), 1u);
+  EXPECT_EQ(on[1][0].pod, 3u);
 }
 
 }  // namespace

@@ -28,6 +28,10 @@ struct Curve {
 
 Curve curveOf(std::span<const ReplayEvent> events, MilliGpu capacity, int maxPercent, int step = 1);
 
+// The arrived percent an event counts toward in curveOf: its arrived request, in percent of the
+// capacity, rounded half to even (as Python's round() in the paper's analysis scripts).
+int arrivedBucket(MilliGpu arrived, MilliGpu capacity);
+
 std::optional<double> median(std::vector<double> values);
 
 struct RunReport {
