@@ -189,14 +189,19 @@ ReplayResult hindsightReplay(const Scenario& scenario, std::span<const std::size
   std::vector<int> sorted(percents.begin(), percents.end());
   std::sort(sorted.begin(), sorted.end());
   for (int percent : sorted) {
-    // The pods after which the arrived request counts toward `percent` (as curveOf buckets a
-    // replay's events): counts first..last. None (a pod larger than 1 % of the cluster): the
-    // longest prefix within it.
+    // The pods whose events curveOf averages at `percent`: those after which the arrived
+    // request rounds to it, or, if none does, to percent - 1 or percent + 1; counts first..last
+    // (contiguous: the arrived request only grows). None of either: the longest prefix within
+    // `percent`.
     std::size_t first = 0, last = 0;
-    for (std::size_t k = 1; k <= order.size(); ++k) {
-      if (arrivedBucket(arrived[k], out.capacity) != percent) continue;
-      if (first == 0) first = k;
-      last = k;
+    for (int spread : {0, 1}) {
+      for (std::size_t k = 1; k <= order.size(); ++k) {
+        const int b = arrivedBucket(arrived[k], out.capacity);
+        if (b < percent - spread || b > percent + spread) continue;
+        if (first == 0) first = k;
+        last = k;
+      }
+      if (first != 0) break;
     }
     if (first == 0) {
       const MilliGpu limit = out.capacity * percent / 100;

@@ -109,29 +109,37 @@ TEST(Hindsight, RepairLeavesWhatCannotBePlaced) {
 }
 
 // The curve point at 100 % arrived averages every event whose arrived request rounds to 100 %,
-// past the capacity too (curveOf). One node of 2 GPUs: a pod asking more CPU than the node has
-// fails in any plan; then 0.99 GPU (1.99 arrived, 99.5 %) and 0.02 GPU (2.01 arrived, 100.5 %),
-// both placed by the default online, both counted at 100 %: 49.5 % and 50.5 % allocated, 50 on
-// the curve. Hindsight has an event at each of these pods, so its curve is not below the default
-// (one event at the last pod within 100 % gave 49.5).
+// past the capacity too, or if there is none those rounding to 99 or 101 % (curveOf). One node of
+// 2 GPUs: a pod asking more CPU than the node has fails in any plan; then `big` and `small`, both
+// placed by the default online. Hindsight has an event at each pod the online curve averages, so
+// its curve is not below the default's (one event at the last pod within 100 % read 49.5 and 49).
 TEST(Hindsight, CurveNeverBelowTheDefaultOnline) {
-  auto s = scenarioFromRows(
-      {node("a", 2)}, {pod("hog", 1, 1000, 64000), pod("big", 1, 990), pod("small", 1, 20)}, "t");
-  ASSERT_TRUE(s) << s.error();
-  const std::vector<std::size_t> order{0, 1, 2};
-  auto fgdm = policy::makeScorer(policy::kDefaultScorer);
-  const ReplayResult online = replay(*s, order, *fgdm, ReplayOptions{});
-  ASSERT_EQ(online.failed, 1u);
-  const int percents[] = {100};
-  const ReplayResult offline = hindsightReplay(*s, order, percents, fgdm.get());
-  ASSERT_EQ(offline.events.size(), 2u);
-  EXPECT_EQ(offline.events[0].arrived, 1990);
-  EXPECT_EQ(offline.events[1].arrived, 2010);
-  const auto onlineAt = curveOf(online.events, 2000, 100).allocatedAt(100);
-  const auto offlineAt = curveOf(offline.events, 2000, 100).allocatedAt(100);
-  ASSERT_TRUE(onlineAt && offlineAt);
-  EXPECT_DOUBLE_EQ(*onlineAt, 50.0);
-  EXPECT_DOUBLE_EQ(*offlineAt, 50.0);
+  struct Case {
+    MilliGpu big, small;
+  };
+  // 1.99 arrived (99.5 %) and 2.01 (100.5 %) both round to 100; 1.98 (99 %) and 2.02 (101 %) to
+  // the two sides of an empty 100.
+  for (const Case c : {Case{990, 20}, Case{980, 40}}) {
+    SCOPED_TRACE(c.big);
+    auto s = scenarioFromRows(
+        {node("a", 2)},
+        {pod("hog", 1, 1000, 64000), pod("big", 1, c.big), pod("small", 1, c.small)}, "t");
+    ASSERT_TRUE(s) << s.error();
+    const std::vector<std::size_t> order{0, 1, 2};
+    auto fgdm = policy::makeScorer(policy::kDefaultScorer);
+    const ReplayResult online = replay(*s, order, *fgdm, ReplayOptions{});
+    ASSERT_EQ(online.failed, 1u);
+    const int percents[] = {100};
+    const ReplayResult offline = hindsightReplay(*s, order, percents, fgdm.get());
+    ASSERT_EQ(offline.events.size(), 2u);
+    EXPECT_EQ(offline.events[0].arrived, 1000 + c.big);
+    EXPECT_EQ(offline.events[1].arrived, 1000 + c.big + c.small);
+    const auto onlineAt = curveOf(online.events, 2000, 100).allocatedAt(100);
+    const auto offlineAt = curveOf(offline.events, 2000, 100).allocatedAt(100);
+    ASSERT_TRUE(onlineAt && offlineAt);
+    EXPECT_DOUBLE_EQ(*onlineAt, 50.0);
+    EXPECT_DOUBLE_EQ(*offlineAt, 50.0);
+  }
 }
 
 // After a repair, failed pods are tried again without moves, largest first: two 1-GPU nodes, a
