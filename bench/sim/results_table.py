@@ -13,7 +13,8 @@ are merged seed by seed.
 Prints: the default list at 90/95/100/130 % arrived beside the paper's figures; then one table
 per path with identical layout (rows: every policy, the default `fgdm` and hindsight; columns:
 the shared lists, then the family instances; cells: GPU allocation % at 100 % arrived, median
-over seeds, the best online policy of a column in bold); the difference service - paper on the
+over seeds, the best online policy of a column in bold; on the paper path, hindsight's headroom
+over the best online policy); the difference service - paper on the
 seeds both paths ran; the seeds of each table; run times.
 """
 import json
@@ -162,6 +163,12 @@ def path_table(cells, path, traces, names):
             a, b = at100(t, DEFAULT), at100(t, "fgd")
             diffs.append("·" if a is None or b is None else f"{a - b:+.2f}")
         print(f"| {DEFAULT} − fgd | " + " | ".join(diffs) + " |")
+    if path == "paper" and OFFLINE in names:  # the headroom: offline plan over the best online
+        diffs = []
+        for t in traces:
+            a = at100(t, OFFLINE)
+            diffs.append("·" if a is None or best[t] is None else f"{a - best[t]:+.2f}")
+        print(f"| {OFFLINE} − best online | " + " | ".join(diffs) + " |")
     print()
     print(f"Seeds ({path} path): " + seeds_summary(cells, path, traces) + ".\n")
 

@@ -120,6 +120,7 @@ class Fixture(unittest.TestCase):
         self.assertEqual(by["**fgdm** (default)"], ["**95.30**", "·"])
         self.assertEqual(by["hindsight (offline)"], ["96.10", "·"])  # offline: never bold
         self.assertEqual(by["fgdm − fgd"], ["+0.25", "·"])
+        self.assertEqual(by["hindsight − best online"], ["+0.80", "·"])  # over fgdm's 95.30
         rows = {r[0]: r[1:] for r in service[2:]}
         self.assertNotIn("hindsight (offline)", rows)  # offline: paper path only
         self.assertEqual(rows["fgd"], ["**93.20**", "**90.50**"])  # 93.0, 93.2, 93.6
