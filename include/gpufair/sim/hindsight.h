@@ -5,12 +5,12 @@
 //   first), each packed by first fit, best fit on GPUs, best fit on GPUs and CPU together (pods
 //   without GPUs are left out: they cannot raise GPU allocation);
 // - when given a scorer (the default strategy), online plans improved: the arrival order replayed
-//   through that scorer, and through blockfit, binpack and fgdplus (each the best online policy on
-//   some openb list), then each plan repaired by local search (each failed GPU pod, largest first,
-//   takes the room one placed pod leaves when moved to another node with room for it) and its
-//   failed pods placed directly where the moves opened room, while that gains. Every pod the
-//   replay placed stays placed, so hindsight never places less than the scorer online, at any
-//   point of the arrival order.
+//   through that scorer, and through binpack (the best online policy on the CPU-heavy openb lists
+//   where the default is not), then each plan repaired by local search (each failed GPU pod,
+//   largest first, takes the room one placed pod leaves when moved to another node with room for
+//   it) and its failed pods placed directly where the moves opened room, while that gains. Every
+//   pod the replay placed stays placed, so hindsight never places less than the scorer online, at
+//   any point of the arrival order.
 // All on the same nodes and under the same fit rules as a replay (GPU count or share of one GPU,
 // GPU model, CPU, memory). A heuristic, not an optimum: bin packing is NP-hard; it bounds
 // nothing, it shows what knowing the future buys a planner. Thread-safety: pure functions over
