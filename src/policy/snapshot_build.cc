@@ -59,6 +59,11 @@ ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot* previous, std::vector<No
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   if (previous != nullptr && !matches(*previous, nodes_, distinct)) previous = nullptr;
+  // Shapes are numbered for these nodes: the previous snapshot's say nothing of changed nodes.
+  if (previous != nullptr && options_.shapes != nullptr &&
+      options_.shapes == previous->options_.shapes && !distinct.empty()) {
+    options_.shapes = nullptr;
+  }
   if (previous == nullptr) {
     distinct.clear();
     indexNodes();
@@ -84,6 +89,7 @@ void ClusterSnapshot::indexNodes() {
   auto byName = [](const NodeStatePtr& a, const NodeStatePtr& b) { return a->name() < b->name(); };
   if (!std::is_sorted(nodes_.begin(), nodes_.end(), byName)) {
     std::sort(nodes_.begin(), nodes_.end(), byName);
+    options_.shapes = nullptr;  // given in the order the nodes came in, not this one
   }
   auto index = std::make_shared<NodeIndex>();
   std::size_t slotCount = 8;
