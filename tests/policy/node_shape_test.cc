@@ -142,7 +142,7 @@ TEST(NodeShapes, EqualIdsExactlyForNodesThatLookAlike) {
   const NodeShapes& shapes = *snapshot->nodeShapes();
   const auto nodes = snapshot->nodes();
   for (std::size_t a = 0; a < nodes.size(); ++a) {
-    if (!nodes[a]->reservations().empty()) EXPECT_EQ(shapes.of[a], kOwnShape);
+    EXPECT_EQ(shapes.of[a] == kOwnShape, !nodes[a]->reservations().empty()) << nodes[a]->name();
     for (std::size_t b = 0; b < nodes.size(); ++b) {
       const bool sameId = shapes.of[a] != kOwnShape && shapes.of[a] == shapes.of[b];
       EXPECT_EQ(sameId, sameNodeShape(*nodes[a], *nodes[b]))
