@@ -36,6 +36,9 @@ class FgdScorer final : public Scorer {
   FgdScorer(WorkloadPtr workload, std::string_view name, PlusTuning tuning)
       : workload_(std::move(workload)), name_(name), tuning_(tuning) {}
   std::string_view name() const override { return name_; }
+  // scoreDistinct's contract: the score reads only what sameScoreInputs compares, which
+  // sameNodeShape compares too.
+  bool scoresByNodeShape() const override { return true; }
 
   void score(const ClusterSnapshot& snapshot, const Pod& pod,
              std::span<const NodeState* const> nodes, std::span<double> out) const override {

@@ -41,6 +41,9 @@ class FgdmScorer final : public Scorer {
   FgdmScorer(WorkloadPtr workload, FgdmTuning tuning)
       : workload_(std::move(workload)), tuning_(tuning) {}
   std::string_view name() const override { return "fgdm"; }
+  // scoreDistinct's contract: the score reads only what sameScoreInputs compares, which
+  // sameNodeShape compares too.
+  bool scoresByNodeShape() const override { return true; }
 
   void score(const ClusterSnapshot& snapshot, const Pod& pod,
              std::span<const NodeState* const> nodes, std::span<double> out) const override {

@@ -24,10 +24,13 @@ FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
 namespace {
 
 // filterPod over candidates whose node states `nodeAt(i)` finds (nullptr: unknown): by name
-// (filterPod) or by the positions CandidatePositions resolved, the same steps.
-template <class NodeAt>
+// (filterPod) or by the positions CandidatePositions resolved, the same steps. shapeAt(i) is the
+// candidate's node shape (node_shape.h; kOwnShape: check it by itself): fit is checked once per
+// shape, `shapes` being how many there are.
+template <class NodeAt, class ShapeAt>
 FilterResult filterFound(const ClusterSnapshot& snapshot, const Pod& pod,
-                         std::span<const std::string_view> candidates, NodeAt&& nodeAt) {
+                         std::span<const std::string_view> candidates, NodeAt&& nodeAt,
+                         std::uint32_t shapes, ShapeAt&& shapeAt) {
   FilterResult r;
   const FitOptions& options = snapshot.fitOptions();
   if (pod.gpus == 0 && !options.checkCpuMemory) {
@@ -41,6 +44,7 @@ FilterResult filterFound(const ClusterSnapshot& snapshot, const Pod& pod,
     return r;
   }
   r.feasible.reserve(candidates.size());
+  std::vector<std::int8_t> shapeFits(shapes, -1);  // per shape: -1 not checked yet, 0 no, 1 yes
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const std::string_view name = candidates[i];
     const NodeState* node = nodeAt(i);
@@ -49,7 +53,16 @@ FilterResult filterFound(const ClusterSnapshot& snapshot, const Pod& pod,
           {name, "node " + std::string(name) + " is not in gpufair's cluster view yet"});
       continue;
     }
-    if (nodeFits(*node, pod, options)) {
+    const std::uint32_t shape = shapeAt(i);
+    bool fits = false;
+    if (shape < shapes) {
+      std::int8_t& known = shapeFits[shape];
+      if (known < 0) known = nodeFits(*node, pod, options) ? 1 : 0;
+      fits = known == 1;
+    } else {
+      fits = nodeFits(*node, pod, options);
+    }
+    if (fits) {
       r.feasible.push_back(name);
     } else {
       reject(r, name, fitsNode(*node, pod, options));
@@ -62,17 +75,25 @@ FilterResult filterFound(const ClusterSnapshot& snapshot, const Pod& pod,
 
 FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
                        std::span<const std::string_view> candidates) {
-  return filterFound(snapshot, pod, candidates,
-                     [&](std::size_t i) { return snapshot.findNode(candidates[i]); });
+  return filterFound(
+      snapshot, pod, candidates, [&](std::size_t i) { return snapshot.findNode(candidates[i]); }, 0,
+      [](std::size_t) { return kOwnShape; });
 }
 
 FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
                        std::span<const std::string_view> candidates,
                        std::span<const std::ptrdiff_t> positions) {
   const auto nodes = snapshot.nodes();
-  return filterFound(snapshot, pod, candidates, [&](std::size_t i) -> const NodeState* {
+  const NodeShapes* shapes = snapshot.nodeShapes();
+  auto nodeAt = [&](std::size_t i) -> const NodeState* {
     const std::ptrdiff_t at = positions[i];
     return at < 0 ? nullptr : nodes[static_cast<std::size_t>(at)].get();
+  };
+  if (shapes == nullptr) {
+    return filterFound(snapshot, pod, candidates, nodeAt, 0, [](std::size_t) { return kOwnShape; });
+  }
+  return filterFound(snapshot, pod, candidates, nodeAt, shapes->count, [&](std::size_t i) {
+    return shapes->of[static_cast<std::size_t>(positions[i])];
   });
 }
 
@@ -140,6 +161,31 @@ void scoreFound(const ClusterSnapshot& snapshot, const Pod& pod, const Scorer& s
   if (out.nodes.empty()) return;
   out.raw.resize(out.nodes.size());
   scorer.score(snapshot, pod, out.nodes, out.raw);
+  out.holds = !snapshot.reservations().empty() && snapshot.reservedFor(pod) > 0;
+}
+
+// scoreFound for a scorer that scores nodes of one shape alike (Scorer::scoresByNodeShape): one
+// node of each shape is scored, the others copy its score. at[j]: out.nodes[j]'s position.
+void scoreByShape(const ClusterSnapshot& snapshot, const Pod& pod, const Scorer& scorer,
+                  const NodeShapes& shapes, std::span<const std::size_t> at, FittingScores& out) {
+  if (out.nodes.empty()) return;
+  std::vector<std::uint32_t> scoredAs(shapes.count, kOwnShape);  // shape -> index in `scored`
+  std::vector<std::uint32_t> which(out.nodes.size());            // node -> index in `scored`
+  std::vector<const NodeState*> scored;
+  for (std::size_t j = 0; j < out.nodes.size(); ++j) {
+    const std::uint32_t shape = shapes.of[at[j]];
+    if (shape < shapes.count && scoredAs[shape] != kOwnShape) {
+      which[j] = scoredAs[shape];
+      continue;
+    }
+    which[j] = static_cast<std::uint32_t>(scored.size());
+    if (shape < shapes.count) scoredAs[shape] = which[j];
+    scored.push_back(out.nodes[j]);
+  }
+  std::vector<double> raw(scored.size());
+  scorer.score(snapshot, pod, scored, raw);
+  out.raw.resize(out.nodes.size());
+  for (std::size_t j = 0; j < out.nodes.size(); ++j) out.raw[j] = raw[which[j]];
   out.holds = !snapshot.reservations().empty() && snapshot.reservedFor(pod) > 0;
 }
 
@@ -232,6 +278,8 @@ std::vector<std::size_t> rankFeasible(const ClusterSnapshot& snapshot, const Pod
   FittingScores fitting;
   fitting.nodes.reserve(feasible.size());
   fitting.where.reserve(feasible.size());
+  std::vector<std::size_t> at;  // each feasible node's position in nodes
+  at.reserve(feasible.size());
   std::size_t j = 0;  // feasible is a subsequence of candidates: the same views
   for (std::size_t i = 0; i < feasible.size(); ++i) {
     const std::string_view name = feasible[i];
@@ -242,10 +290,16 @@ std::vector<std::size_t> rankFeasible(const ClusterSnapshot& snapshot, const Pod
     if (j == candidates.size() || positions[j] < 0) {
       return rankCandidates(snapshot, pod, feasible, scorer, limit);
     }
-    fitting.nodes.push_back(nodes[static_cast<std::size_t>(positions[j++])].get());
+    at.push_back(static_cast<std::size_t>(positions[j++]));
+    fitting.nodes.push_back(nodes[at.back()].get());
     fitting.where.push_back(i);
   }
-  scoreFound(snapshot, pod, scorer, fitting);
+  const NodeShapes* shapes = snapshot.nodeShapes();
+  if (shapes == nullptr || !scorer.scoresByNodeShape()) {
+    scoreFound(snapshot, pod, scorer, fitting);
+  } else {
+    scoreByShape(snapshot, pod, scorer, *shapes, at, fitting);
+  }
   return placementOrder(fitting, pod, feasible.size(), limit);
 }
 

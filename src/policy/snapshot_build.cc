@@ -25,6 +25,29 @@ bool matches(const ClusterSnapshot& previous, std::span<const NodeStatePtr> node
   });
 }
 
+// Where two pending lists differ: what is left of each after their longest common prefix and
+// suffix of the same pod objects. Found by comparing pointers only (no pod is read), so the usual
+// change, one pod added or removed, costs a walk over pointers rather than a visit to every pod.
+// Sums over a list are the other's sums less `removed`'s plus `added`'s, in any order.
+struct PendingChange {
+  std::span<const PodPtr> removed;
+  std::span<const PodPtr> added;
+};
+
+PendingChange pendingChange(std::span<const PodPtr> before, std::span<const PodPtr> after) {
+  std::size_t prefix = 0;
+  while (prefix < before.size() && prefix < after.size() && before[prefix] == after[prefix]) {
+    ++prefix;
+  }
+  std::size_t suffix = 0;
+  while (suffix < before.size() - prefix && suffix < after.size() - prefix &&
+         before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) {
+    ++suffix;
+  }
+  return {before.subspan(prefix, before.size() - prefix - suffix),
+          after.subspan(prefix, after.size() - prefix - suffix)};
+}
+
 bool holdsReservations(const NodeState& n) {
   return !n.reservations().empty();
 }
@@ -59,6 +82,11 @@ ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot* previous, std::vector<No
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   if (previous != nullptr && !matches(*previous, nodes_, distinct)) previous = nullptr;
+  // Shapes are numbered for these nodes: the previous snapshot's say nothing of changed nodes.
+  if (previous != nullptr && options_.shapes != nullptr &&
+      options_.shapes == previous->options_.shapes && !distinct.empty()) {
+    options_.shapes = nullptr;
+  }
   if (previous == nullptr) {
     distinct.clear();
     indexNodes();
@@ -84,6 +112,7 @@ void ClusterSnapshot::indexNodes() {
   auto byName = [](const NodeStatePtr& a, const NodeStatePtr& b) { return a->name() < b->name(); };
   if (!std::is_sorted(nodes_.begin(), nodes_.end(), byName)) {
     std::sort(nodes_.begin(), nodes_.end(), byName);
+    options_.shapes = nullptr;  // given in the order the nodes came in, not this one
   }
   auto index = std::make_shared<NodeIndex>();
   std::size_t slotCount = 8;
@@ -218,10 +247,25 @@ void ClusterSnapshot::sumQueues(const ClusterSnapshot* previous,
     return &own_[last];
   };
   sumOwnNodeUse(previous, changed, queueOf);
-  if (previous != nullptr && previous->pending_ == pending_) {
+  if (previous != nullptr) {
     for (std::size_t q = 0; q < own_.size(); ++q) {
       own_[q].pending = previous->own_[q].pending;
       own_[q].pendingPods = previous->own_[q].pendingPods;
+    }
+    if (previous->pending_ != pending_) {
+      const PendingChange change = pendingChange(*previous->pending_, *pending_);
+      for (const auto& pod : change.removed) {
+        if (QueueOwn* q = queueOf(pod->queue)) {
+          q->pending -= pod->gpus;
+          --q->pendingPods;
+        }
+      }
+      for (const auto& pod : change.added) {
+        if (QueueOwn* q = queueOf(pod->queue)) {
+          q->pending += pod->gpus;
+          ++q->pendingPods;
+        }
+      }
     }
   } else {
     for (const auto& pod : *pending_) {
@@ -310,9 +354,18 @@ void ClusterSnapshot::indexGangs(const ClusterSnapshot* previous,
               [](const GangState& a, const GangState& b) { return a.key < b.key; });
     nodeGangs_ = std::move(list);
   }
-  if (previous != nullptr && previous->nodeGangs_ == nodeGangs_ && previous->pending_ == pending_) {
-    gangs_ = previous->gangs_;
-    return;
+  // Gangs with pending members depend on those members only: unchanged when no gang member
+  // joined or left the pending list.
+  if (previous != nullptr && previous->nodeGangs_ == nodeGangs_) {
+    const PendingChange change = previous->pending_ == pending_
+                                     ? PendingChange{}
+                                     : pendingChange(*previous->pending_, *pending_);
+    auto gangMember = [](const PodPtr& pod) { return pod->inGang(); };
+    if (std::none_of(change.removed.begin(), change.removed.end(), gangMember) &&
+        std::none_of(change.added.begin(), change.added.end(), gangMember)) {
+      gangs_ = previous->gangs_;
+      return;
+    }
   }
   // Pending members join their gangs (and make gangs of their own).
   std::map<std::string, GangState, std::less<>> withPending;

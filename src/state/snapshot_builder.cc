@@ -124,6 +124,23 @@ void SnapshotBuilder::reindex() {
   for (std::size_t i = 0; i < built_.size(); ++i) builtIndex_.emplace(built_[i]->name(), i);
 }
 
+std::shared_ptr<const policy::NodeShapes> SnapshotBuilder::buildShapes(bool inPlace) {
+  // Ids of shapes no node has any more are never reused: renumber when they pile up.
+  const bool renumber =
+      !inPlace || shapeOf_.size() != built_.size() || shapes_.count() > 2 * built_.size() + 64;
+  if (renumber) {
+    shapes_.clear();
+    shapeOf_.resize(built_.size());
+    for (std::size_t i = 0; i < built_.size(); ++i) shapeOf_[i] = shapes_.shapeOf(*built_[i]);
+  } else {
+    for (std::size_t i : changed_) shapeOf_[i] = shapes_.shapeOf(*built_[i]);
+  }
+  auto shapes = std::make_shared<policy::NodeShapes>();
+  shapes->of = shapeOf_;
+  shapes->count = shapes_.count();
+  return shapes;
+}
+
 policy::SnapshotPtr SnapshotBuilder::build(const PodCache& pods,
                                            const ReservationBook& reservations,
                                            const QuotaConfig& quota) {
@@ -153,6 +170,7 @@ policy::SnapshotPtr SnapshotBuilder::build(const PodCache& pods,
   dirty_.clear();
   policy::SnapshotOptions published{options_.fit, publishedWorkload_, options_.seed};
   published.provisional = builtProvisional_;
+  published.shapes = buildShapes(inPlace);
   // Same node names in the same order as the last snapshot: it shares what did not change.
   const policy::ClusterSnapshot* previous = inPlace ? current_.get() : nullptr;
   current_ = std::make_shared<const policy::ClusterSnapshot>(

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,47 @@ TEST_F(SnapshotBuilderTest, OnlyDirtyNodesAreRebuilt) {
       ASSERT_NE(now, nullptr);
       EXPECT_EQ(now != node.get(), rebuilt) << node->name();
       EXPECT_EQ(now->generation(), rebuilt ? after->generation() : node->generation());
+    }
+  }
+}
+
+// Every snapshot carries its nodes' shapes (node_shape.h): equal ids exactly for nodes that look
+// alike, after binds, removals, reservations, node changes and node additions in any order.
+TEST_F(SnapshotBuilderTest, EverySnapshotNumbersItsNodesShapes) {
+  std::mt19937 rng(3);
+  int pods = 0;
+  for (int step = 0; step < 300; ++step) {
+    const std::string node = "n" + std::to_string(1 + rng() % 6);
+    switch (rng() % 6) {
+      case 0:
+      case 1:
+        bind("p" + std::to_string(pods++), node, static_cast<double>(1 + rng() % 2));
+        break;
+      case 2:
+        if (pods > 0) cache_.remove("uid-team-a-p" + std::to_string(rng() % pods));
+        break;
+      case 3:
+        book_.reserve({node, gpus(1), "uid-x" + std::to_string(step), "team-a", "reclaim", ""},
+                      now_ + 60s);
+        break;
+      case 4:
+        builder_.upsertNode(MakeNode(node).gpus(rng() % 2 ? 4 : 8));
+        break;
+      default:
+        book_.release("uid-x" + std::to_string(rng() % (step + 1)));
+    }
+    const auto snapshot = build();
+    const policy::NodeShapes* shapes = snapshot->nodeShapes();
+    ASSERT_NE(shapes, nullptr) << step;
+    const auto nodes = snapshot->nodes();
+    for (std::size_t a = 0; a < nodes.size(); ++a) {
+      EXPECT_TRUE(shapes->of[a] < shapes->count || shapes->of[a] == policy::kOwnShape);
+      EXPECT_EQ(shapes->of[a] == policy::kOwnShape, !nodes[a]->reservations().empty());
+      for (std::size_t b = 0; b < nodes.size(); ++b) {
+        const bool sameId = shapes->of[a] != policy::kOwnShape && shapes->of[a] == shapes->of[b];
+        EXPECT_EQ(sameId, policy::sameNodeShape(*nodes[a], *nodes[b]))
+            << "step " << step << ": " << nodes[a]->name() << " " << nodes[b]->name();
+      }
     }
   }
 }

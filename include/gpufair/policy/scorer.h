@@ -28,6 +28,9 @@ class Scorer {
   // The default is best fit (NodeState::bestFitGpu): the GPU with the least room that fits.
   virtual int chooseGpu(const ClusterSnapshot& snapshot, const Pod& pod,
                         const NodeState& node) const;
+  // Whether score() gives nodes of one shape (sameNodeShape, node_shape.h) the same score
+  // whatever other nodes are scored with them, so scoring one node per shape is enough.
+  virtual bool scoresByNodeShape() const { return false; }
 };
 using ScorerPtr = std::unique_ptr<Scorer>;
 

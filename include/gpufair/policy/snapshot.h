@@ -17,6 +17,7 @@
 
 #include "gpufair/common/quota.h"
 #include "gpufair/policy/model.h"
+#include "gpufair/policy/node_shape.h"
 #include "gpufair/policy/reservation.h"
 
 namespace gpufair::policy {
@@ -52,6 +53,10 @@ struct SnapshotOptions {
   // server has not confirmed it yet. The engine counts them like any placed pod; only reports
   // and label upkeep tell them apart. Null: none.
   std::shared_ptr<const std::vector<std::string>> provisional{};
+  // The shape of each node, in the order of ClusterSnapshot::nodes() (the snapshot builder numbers
+  // them, node_shape.h); null: not known, and the engine checks every node by itself. Shapes
+  // whose count does not match the nodes are ignored.
+  std::shared_ptr<const NodeShapes> shapes{};
 };
 
 // GPUs one queue holds on one node.
@@ -268,6 +273,11 @@ class ClusterSnapshot {
   const SnapshotOptions& options() const { return options_; }
   const FitOptions& fitOptions() const { return options_.fit; }
   const WorkloadPtr& workload() const { return options_.workload; }  // may be null
+  // SnapshotOptions::shapes when it has one shape per node; nullptr otherwise.
+  const NodeShapes* nodeShapes() const {
+    const auto& shapes = options_.shapes;
+    return shapes != nullptr && shapes->of.size() == nodes_.size() ? shapes.get() : nullptr;
+  }
   std::uint64_t seed() const { return options_.seed; }
   // Whether the pod with this uid is placed provisionally (SnapshotOptions::provisional).
   bool isProvisional(std::string_view uid) const {

@@ -103,6 +103,9 @@ class SnapshotBuilder {
   void reindex();
   // Publishes the fixed workload, or the learned one if it moved (workloadRepublishDistance).
   void publishWorkload();
+  // The shapes of built_ after this build: those of the changed nodes (every node after a
+  // reindex, or when the interner has grown well past the node count).
+  std::shared_ptr<const policy::NodeShapes> buildShapes(bool inPlace);
 
   SnapshotBuilderOptions options_;
   DirtySet dirty_;
@@ -114,6 +117,8 @@ class SnapshotBuilder {
   std::vector<policy::NodeStatePtr> built_;
   std::unordered_map<std::string, std::size_t> builtIndex_;
   std::vector<std::size_t> changed_;  // positions in built_ replaced by this build
+  policy::NodeShapeInterner shapes_;
+  std::vector<std::uint32_t> shapeOf_;  // shape of built_[i], published with each snapshot
   std::shared_ptr<const std::vector<policy::PodPtr>> builtPending_;
   std::shared_ptr<const std::vector<std::string>> builtProvisional_;
   policy::SnapshotPtr current_;

@@ -1,0 +1,233 @@
+// Node shapes (node_shape.h): the interner gives equal ids exactly to nodes sameNodeShape cannot
+// tell apart; filter and rankFeasible over a snapshot with shapes answer exactly as without them
+// (random clusters where many nodes look alike); and shapes that no longer describe the nodes
+// (a changed node, nodes in another order) are not used.
+#include "gpufair/policy/node_shape.h"
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gpufair/policy/candidate_positions.h"
+#include "gpufair/policy/filter.h"
+
+#include "testing/builders.h"
+#include "testing/cluster.h"
+
+namespace gpufair::policy {
+namespace {
+
+using testing::MakeNode;
+using testing::MakePod;
+using testing::MakeQueue;
+
+// `snapshot` again, with the shapes a NodeShapeInterner gives its nodes.
+SnapshotPtr withShapes(const SnapshotPtr& snapshot) {
+  NodeShapeInterner interner;
+  auto shapes = std::make_shared<NodeShapes>();
+  for (const auto& node : snapshot->nodes()) shapes->of.push_back(interner.shapeOf(*node));
+  shapes->count = interner.count();
+  SnapshotOptions options = snapshot->options();
+  options.shapes = std::move(shapes);
+  return std::make_shared<const ClusterSnapshot>(
+      std::vector<NodeStatePtr>(snapshot->nodes().begin(), snapshot->nodes().end()),
+      std::vector<PodPtr>(snapshot->pending().begin(), snapshot->pending().end()),
+      snapshot->quotaConfig(), snapshot->generation(), std::move(options));
+}
+
+// Many nodes alike: few node kinds and few pod kinds, so most shapes are shared.
+SnapshotPtr lookAlikeCluster(std::mt19937& rng, bool checkCpuMemory, bool scoreCpuMemory,
+                             std::vector<std::string>& names) {
+  std::vector<Node> nodes;
+  std::vector<Pod> pods;
+  std::vector<Reservation> reservations;
+  for (int i = 0; i < 80; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    MakeNode node = MakeNode(name).gpus(rng() % 4 == 0 ? 4 : 8).cpu(rng() % 5 == 0 ? 16 : 32);
+    node.memGi(128);
+    if (rng() % 15 == 0) node.unschedulable();
+    if (rng() % 4 == 0) node.model("A100");
+    nodes.push_back(node);
+    for (int p = static_cast<int>(rng() % 4); p > 0; --p) {
+      MakePod pod = MakePod("team-a", name + "-" + std::to_string(p)).cpu(4);
+      if (rng() % 6 == 0) {
+        pod.share(0.5).gpuIndex(static_cast<int>(rng() % 2));
+      } else {
+        pod.gpus(static_cast<double>(1 + rng() % 2));
+      }
+      pods.push_back(pod.on(name));
+    }
+    if (rng() % 12 == 0) {
+      const std::string holder = rng() % 2 ? "uid-team-b-p" : "uid-team-b-other";
+      reservations.push_back({name, testing::gpus(2), holder, "team-b", "reclaim", ""});
+    }
+    names.push_back(name);
+  }
+  names.push_back("ghost");
+  std::shuffle(names.begin(), names.end(), rng);
+  SnapshotOptions options;
+  options.fit.checkCpuMemory = checkCpuMemory;
+  options.fit.scoreCpuMemory = scoreCpuMemory;
+  return testing::snapshotOf(nodes, std::move(pods),
+                             {MakeQueue("team-a").deserved(800), MakeQueue("team-b").deserved(800)},
+                             std::move(options), reservations);
+}
+
+std::string describe(const FilterResult& r) {
+  std::string out;
+  for (std::string_view n : r.feasible) out += std::string(n) + " ok\n";
+  for (const auto& v : r.failed) out += std::string(v.node) + " failed: " + v.reason + "\n";
+  for (const auto& v : r.unresolvable)
+    out += std::string(v.node) + " unresolvable: " + v.reason + "\n";
+  return out + r.admission.status.reason();
+}
+
+TEST(NodeShapes, FilterAndRankAnswerAsWithoutShapes) {
+  const std::vector<Pod> pods = {
+      MakePod("team-b", "p").gpus(1),
+      MakePod("team-b", "p").gpus(2).cpu(8),
+      MakePod("team-b", "other").gpus(4),
+      MakePod("team-b", "p").share(0.5),
+      MakePod("team-b", "p").gpus(1).models({"A100"}),
+      MakePod("team-b", "p").cpu(4),
+      MakePod("team-b", "p").gpus(8).cpu(30),
+  };
+  int compared = 0;
+  std::size_t sharedShapes = 0;
+  for (std::uint32_t seed = 1; seed <= 25; ++seed) {
+    std::mt19937 rng(seed);
+    for (int fit = 0; fit < 3; ++fit) {
+      std::vector<std::string> names;
+      const SnapshotPtr plain = lookAlikeCluster(rng, fit == 1, fit == 2, names);
+      const SnapshotPtr shaped = withShapes(plain);
+      ASSERT_EQ(plain->nodeShapes(), nullptr);
+      ASSERT_NE(shaped->nodeShapes(), nullptr);
+      sharedShapes += shaped->nodes().size() - shaped->nodeShapes()->count;
+      const std::vector<std::string_view> candidates(names.begin(), names.end());
+      CandidatePositions plainAt;
+      CandidatePositions shapedAt;
+      const auto at = plainAt.resolve(plain, candidates);
+      const auto shapedPositions = shapedAt.resolve(shaped, candidates);
+      for (const char* strategy : {"fgdm", "fgd", "fgdplus", "blockfit", "spread"}) {
+        const ScorerPtr scorer = makeScorer(strategy);
+        for (const Pod& p : pods) {
+          const Pod pod = testing::resolved(*plain, p);
+          const FilterResult expected = filter(*plain, pod, candidates, at);
+          const FilterResult result = filter(*shaped, pod, candidates, shapedPositions);
+          ASSERT_EQ(describe(result), describe(expected)) << "seed " << seed;
+          for (std::size_t limit : {std::size_t{1}, std::size_t{3}, static_cast<std::size_t>(-1)}) {
+            EXPECT_EQ(rankFeasible(*shaped, pod, candidates, shapedPositions, result.feasible,
+                                   *scorer, limit),
+                      rankFeasible(*plain, pod, candidates, at, expected.feasible, *scorer, limit))
+                << "seed " << seed << ", fit " << fit << ", " << strategy << ", pod " << pod.name
+                << " " << pod.gpus << ", limit " << limit;
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 25 * 3 * 5 * 7 * 3);
+  EXPECT_GT(sharedShapes, 25u * 3u * 20u);  // the clusters do share shapes
+}
+
+TEST(NodeShapes, EqualIdsExactlyForNodesThatLookAlike) {
+  std::mt19937 rng(11);
+  std::vector<std::string> names;
+  const SnapshotPtr snapshot = withShapes(lookAlikeCluster(rng, false, false, names));
+  const NodeShapes& shapes = *snapshot->nodeShapes();
+  const auto nodes = snapshot->nodes();
+  for (std::size_t a = 0; a < nodes.size(); ++a) {
+    EXPECT_EQ(shapes.of[a] == kOwnShape, !nodes[a]->reservations().empty()) << nodes[a]->name();
+    for (std::size_t b = 0; b < nodes.size(); ++b) {
+      const bool sameId = shapes.of[a] != kOwnShape && shapes.of[a] == shapes.of[b];
+      EXPECT_EQ(sameId, sameNodeShape(*nodes[a], *nodes[b]))
+          << nodes[a]->name() << " " << nodes[b]->name();
+    }
+  }
+}
+
+TEST(NodeShapes, EachFieldTellsShapesApart) {
+  const NodeState base(MakeNode("a").gpus(8).cpu(32).memGi(64), {}, 1);
+  const std::vector<NodeState> others = {
+      NodeState(MakeNode("b").gpus(4).cpu(32).memGi(64), {}, 1),
+      NodeState(MakeNode("b").gpus(8).cpu(16).memGi(64), {}, 1),
+      NodeState(MakeNode("b").gpus(8).cpu(32).memGi(32), {}, 1),
+      NodeState(MakeNode("b").gpus(8).cpu(32).memGi(64).model("A100"), {}, 1),
+      NodeState(MakeNode("b").gpus(8).cpu(32).memGi(64).unschedulable(), {}, 1),
+      NodeState(MakeNode("b").gpus(8).cpu(32).memGi(64),
+                {std::make_shared<const Pod>(MakePod("t", "x").gpus(1).on("b"))}, 1),
+      NodeState(MakeNode("b").gpus(8).cpu(32).memGi(64),
+                {std::make_shared<const Pod>(MakePod("t", "x").cpu(1).on("b"))}, 1),
+      NodeState(MakeNode("b").gpus(8).cpu(32).memGi(64),
+                {std::make_shared<const Pod>(MakePod("t", "x").memGi(1).on("b"))}, 1),
+      NodeState(MakeNode("b").gpus(8).cpu(32).memGi(64),
+                {std::make_shared<const Pod>(MakePod("t", "x").share(0.5).gpuIndex(0).on("b"))}, 1),
+      NodeState(MakeNode("b").gpus(8).cpu(32).memGi(64),
+                {std::make_shared<const Pod>(MakePod("t", "x").share(0.5).gpuIndex(3).on("b"))}, 1),
+  };
+  NodeShapeInterner interner;
+  const std::uint32_t id = interner.shapeOf(base);
+  EXPECT_EQ(interner.shapeOf(NodeState(MakeNode("c").gpus(8).cpu(32).memGi(64), {}, 9)), id);
+  std::vector<std::uint32_t> seen = {id};
+  for (const NodeState& other : others) {
+    EXPECT_FALSE(sameNodeShape(base, other)) << seen.size();
+    const std::uint32_t otherId = interner.shapeOf(other);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), otherId), 0) << seen.size();
+    seen.push_back(otherId);
+  }
+  EXPECT_EQ(interner.count(), others.size() + 1);
+  const NodeState reserved(MakeNode("r").gpus(8).cpu(32).memGi(64), {}, 1,
+                           {{"r", testing::gpus(2), "uid-x", "team-b", "reclaim", ""}});
+  EXPECT_EQ(interner.shapeOf(reserved), kOwnShape);
+  EXPECT_FALSE(sameNodeShape(reserved, reserved));
+  interner.clear();
+  EXPECT_EQ(interner.count(), 0u);
+  EXPECT_EQ(interner.shapeOf(others.front()), 0u);
+}
+
+TEST(NodeShapes, ShapesThatNoLongerDescribeTheNodesAreNotUsed) {
+  std::mt19937 rng(5);
+  std::vector<std::string> names;
+  const SnapshotPtr shaped = withShapes(lookAlikeCluster(rng, false, false, names));
+  ASSERT_NE(shaped->nodeShapes(), nullptr);
+  // The next snapshot with one node changed, handed the same shapes: they are dropped.
+  std::vector<NodeStatePtr> nodes(shaped->nodes().begin(), shaped->nodes().end());
+  nodes[3] = std::make_shared<const NodeState>(
+      nodes[3]->node(),
+      std::vector<PodPtr>{
+          std::make_shared<const Pod>(MakePod("team-a", "new").gpus(1).on(nodes[3]->name()))},
+      shaped->generation() + 1);
+  const std::size_t changed[] = {3};
+  const auto next = std::make_shared<const ClusterSnapshot>(
+      shaped.get(), nodes, changed, nullptr, shaped->quotaConfig(), shaped->generation() + 1,
+      shaped->options());
+  EXPECT_EQ(next->nodeShapes(), nullptr);
+  // Nothing changed: they still hold.
+  const auto same = std::make_shared<const ClusterSnapshot>(
+      shaped.get(), std::vector<NodeStatePtr>(shaped->nodes().begin(), shaped->nodes().end()),
+      std::span<const std::size_t>{}, nullptr, shaped->quotaConfig(), shaped->generation() + 1,
+      shaped->options());
+  EXPECT_NE(same->nodeShapes(), nullptr);
+  // Nodes given out of order are sorted by name: shapes given in their order are dropped.
+  std::vector<NodeStatePtr> reversed(shaped->nodes().rbegin(), shaped->nodes().rend());
+  const auto resorted = std::make_shared<const ClusterSnapshot>(
+      reversed, std::vector<PodPtr>{}, shaped->quotaConfig(), 1, shaped->options());
+  EXPECT_EQ(resorted->nodeShapes(), nullptr);
+  // Shapes of another node count are never used.
+  SnapshotOptions fewer = shaped->options();
+  auto shapes = std::make_shared<NodeShapes>(*shaped->nodeShapes());
+  shapes->of.pop_back();
+  fewer.shapes = shapes;
+  const auto mismatched = std::make_shared<const ClusterSnapshot>(
+      std::vector<NodeStatePtr>(shaped->nodes().begin(), shaped->nodes().end()),
+      std::vector<PodPtr>{}, shaped->quotaConfig(), 1, fewer);
+  EXPECT_EQ(mismatched->nodeShapes(), nullptr);
+}
+
+}  // namespace
+}  // namespace gpufair::policy
