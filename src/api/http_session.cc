@@ -148,20 +148,32 @@ void HttpSession::closeSocket() {
 }
 
 void HttpSession::armTimer(std::chrono::milliseconds timeout) {
-  const std::uint64_t generation = ++timerGeneration_;
   timedOut_ = false;
-  timer_.expires_after(timeout);
-  timer_.async_wait([self = shared_from_this(), generation](error_code ec) {
-    if (ec || generation != self->timerGeneration_) return;
-    self->timedOut_ = true;
-    error_code ignored;
-    self->socket_.cancel(ignored);
-  });
+  deadline_ = std::chrono::steady_clock::now() + timeout;
+  if (!timerWaiting_ || deadline_ < timer_.expiry()) waitTimer(deadline_);
 }
 
 void HttpSession::disarmTimer() {
-  ++timerGeneration_;
-  timer_.cancel();
+  deadline_ = std::chrono::steady_clock::time_point::max();
+}
+
+void HttpSession::waitTimer(std::chrono::steady_clock::time_point expiry) {
+  const std::uint64_t generation = ++timerGeneration_;
+  timerWaiting_ = true;
+  timer_.expires_at(expiry);  // a pending wait ends with operation_aborted, and is stale
+  timer_.async_wait(
+      [self = shared_from_this(), generation](error_code ec) { self->onTimer(ec, generation); });
+}
+
+void HttpSession::onTimer(error_code ec, std::uint64_t generation) {
+  if (generation != timerGeneration_) return;  // replaced by a later wait
+  timerWaiting_ = false;
+  if (ec || phase_ == Phase::kClosed) return;
+  if (deadline_ == std::chrono::steady_clock::time_point::max()) return;  // nothing timed now
+  if (std::chrono::steady_clock::now() < deadline_) return waitTimer(deadline_);
+  timedOut_ = true;
+  error_code ignored;
+  socket_.cancel(ignored);
 }
 
 void HttpSession::waitForRequest() {
@@ -337,6 +349,7 @@ void HttpSession::close() {
   if (phase_ == Phase::kClosed) return;
   phase_ = Phase::kClosed;
   disarmTimer();
+  timer_.cancel();  // its pending wait holds the session
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);

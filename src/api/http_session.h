@@ -2,6 +2,10 @@
 //   [TLS handshake (readTimeout)] -> idle (waiting for a request's first byte, idleTimeout) ->
 //   reading (readTimeout) -> handling (synchronously, on the io thread) -> writing (writeTimeout)
 //   -> idle again, or closing.
+// One deadline per phase, kept by one timer that is not re-armed per request: arming a phase only
+// moves deadline_, and the timer is moved only when the new deadline is earlier than its expiry
+// (when it fires early it waits again for the deadline in force). A request thus costs no timer
+// system calls and no cancelled waits to complete.
 // Errors before a request is complete are answered (400, 408, 413, 431) with Connection: close; the
 // connection is then closed gracefully (TLS close_notify; TCP half-close and a brief drain) so the
 // client reads the answer instead of a reset.
@@ -105,9 +109,12 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void drainAndClose();
   void onLinger(boost::system::error_code ec, std::size_t bytes);
   void close();
+  // Sets the deadline of the phase that starts; disarmTimer() clears it (the timer stays armed).
   void armTimer(std::chrono::milliseconds timeout);
-  std::string remote() const;  // "ADDRESS:PORT" of the peer, for logs
   void disarmTimer();
+  void waitTimer(std::chrono::steady_clock::time_point expiry);
+  void onTimer(boost::system::error_code ec, std::uint64_t generation);
+  std::string remote() const;  // "ADDRESS:PORT" of the peer, for logs
 
   boost::asio::ip::tcp::socket socket_;
   std::shared_ptr<boost::asio::ssl::context> tlsContext_;  // keeps the context alive for tls_
@@ -122,8 +129,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool stopRequested_ = false;
   bool closeAfterWrite_ = false;
   bool timedOut_ = false;
-  std::uint64_t timerGeneration_ = 0;
-  std::string refusedClient_;  // the names of a client certificate refused for its name
+  // The phase's deadline; max() when no phase is timed.
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  bool timerWaiting_ = false;          // a wait of timer_ is pending
+  std::uint64_t timerGeneration_ = 0;  // of the latest wait; earlier ones are stale
+  std::string refusedClient_;          // the names of a client certificate refused for its name
 };
 
 }  // namespace gpufair::api::detail

@@ -112,6 +112,17 @@ struct Reflector::State {
   WatchDecoder watchDecoder;
 };
 
+void ReflectorSink::changed(Change change, std::string_view object, simdjson::dom::element) {
+  switch (change) {
+    case Change::kAdded:
+      return added(object);
+    case Change::kModified:
+      return modified(object);
+    case Change::kDeleted:
+      return deleted(object);
+  }
+}
+
 void ReflectorSink::beginList() {
   gathered_.clear();
 }
@@ -231,11 +242,11 @@ WatchEnd Reflector::State::watch(std::string& rv, std::string& error) {
       lastHealthy = clock->now();
     }
     if (event->type == "ADDED") {
-      sink.added(event->object);
+      sink.changed(ReflectorSink::Change::kAdded, event->object, event->parsed);
     } else if (event->type == "MODIFIED") {
-      sink.modified(event->object);
+      sink.changed(ReflectorSink::Change::kModified, event->object, event->parsed);
     } else if (event->type == "DELETED") {
-      sink.deleted(event->object);
+      sink.changed(ReflectorSink::Change::kDeleted, event->object, event->parsed);
     } else if (event->type != "BOOKMARK") {
       spdlog::warn("reflector {}: ignoring a watch event of type {}", options.name, event->type);
     }

@@ -129,7 +129,13 @@ Result<WatchEvent> WatchDecoder::decode(std::string_view line) {
   if (object.get(fields)) return R::failure("the event's object is not a JSON object");
   std::string_view rv;
   if (!object.at_pointer("/metadata/resourceVersion").get(rv)) event.resourceVersion = rv;
-  if (event.type != "BOOKMARK") event.object = text.empty() ? simdjson::minify(object) : text;
+  if (event.type == "BOOKMARK") return event;
+  if (text.empty()) {
+    minified_ = simdjson::minify(object);
+    text = minified_;
+  }
+  event.object = text;
+  event.parsed = object;
   return event;
 }
 

@@ -18,12 +18,15 @@ struct ListPage {
   std::string continueToken;    // metadata.continue; empty on the last page
 };
 
+// The views and the parsed object are valid until the decoder's next decode(), and the views only
+// while the line decoded lives.
 struct WatchEvent {
-  std::string type;             // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
-  std::string object;           // the object as JSON text
-  std::string resourceVersion;  // object.metadata.resourceVersion, if any
-  std::int64_t code = 0;        // ERROR: the Status code (410: the resourceVersion is gone)
-  std::string message;          // ERROR: the Status message
+  std::string type;               // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
+  std::string_view object;        // the object as JSON text (empty for BOOKMARK and ERROR)
+  simdjson::dom::element parsed;  // the object, parsed once for the reflector and its sink
+  std::string resourceVersion;    // object.metadata.resourceVersion, if any
+  std::int64_t code = 0;          // ERROR: the Status code (410: the resourceVersion is gone)
+  std::string message;            // ERROR: the Status message
 };
 
 class ListDecoder {
@@ -41,6 +44,7 @@ class WatchDecoder {
 
  private:
   simdjson::dom::parser parser_;
+  std::string minified_;  // the object's text of a line that is not in the server's own shape
 };
 
 }  // namespace gpufair::k8s

@@ -72,7 +72,15 @@ void NodeSink::added(std::string_view object) {
 }
 
 void NodeSink::modified(std::string_view object) {
-  auto node = codec::decodeNodeJson(object);
+  upsert(codec::decodeNodeJson(object), object);
+}
+
+void NodeSink::changed(Change change, std::string_view object, simdjson::dom::element parsed) {
+  if (change == Change::kDeleted) return deleted(object);
+  upsert(codec::decodeNode(parsed), object);
+}
+
+void NodeSink::upsert(Result<policy::Node> node, std::string_view object) {
   if (!node) {
     ++decodeErrors_;
     spdlog::warn("node {} skipped: {}", peekMeta(object).describe(), node.error());
@@ -131,14 +139,18 @@ void PodSink::endList() {
 }
 
 void PodSink::added(std::string_view object) {
-  upsert(object);
+  upsert(codec::decodePodJson(object), object);
 }
 void PodSink::modified(std::string_view object) {
-  upsert(object);
+  upsert(codec::decodePodJson(object), object);
 }
 
-void PodSink::upsert(std::string_view object) {
-  auto pod = codec::decodePodJson(object);
+void PodSink::changed(Change change, std::string_view object, simdjson::dom::element parsed) {
+  if (change == Change::kDeleted) return deleted(object);
+  upsert(codec::decodePod(parsed), object);
+}
+
+void PodSink::upsert(Result<policy::Pod> pod, std::string_view object) {
   if (!pod) {
     ++decodeErrors_;
     spdlog::warn("pod {} skipped: {}", peekMeta(object).describe(), pod.error());

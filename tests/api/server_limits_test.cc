@@ -153,6 +153,41 @@ TEST_F(ServerLimitsTest, ConnectionCloseIsHonoured) {
   EXPECT_TRUE(client.closedByServer());
 }
 
+// One timer keeps every phase's deadline and is not re-armed per request (it waits for the
+// earliest deadline set, then for the one in force): a connection in use for longer than any
+// timeout is not cut off by a deadline that has passed on, and each phase still gets its own.
+TEST(ServerDeadlineTest, EachPhaseKeepsItsOwnDeadlineOverManyRequests) {
+  Cluster cluster;
+  ExtenderService service{cluster.mirror, *cluster.scorer, cluster.binder};
+  ServerOptions options = tightOptions();
+  options.readTimeout = 200ms;
+  options.idleTimeout = 700ms;
+  ExtenderServer server(service, options);
+  ASSERT_TRUE(server.start().isOk());
+  HttpClient client(server.port());
+  // Eight requests over ~1.2 s, longer than both timeouts; each pause outlasts the read timeout
+  // (the timer's first expiry) and is within the idle timeout.
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_EQ(client.request("GET", "/healthz").status, 200) << "request " << i;
+    std::this_thread::sleep_for(i % 2 == 0 ? 50ms : 300ms);
+  }
+  EXPECT_EQ(server.stats().idleClosed, 0u);
+  EXPECT_EQ(server.stats().readTimeouts, 0u);
+  // A request that stops half-way gets the read timeout, not the longer idle one.
+  client.sendRaw("POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{");
+  const auto start = std::chrono::steady_clock::now();
+  const auto reply = client.readReply(5s);
+  EXPECT_EQ(reply.status, 408) << reply.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_EQ(server.stats().readTimeouts, 1u);
+  // And a connection left idle is closed after the idle timeout.
+  HttpClient idle(server.port());
+  EXPECT_EQ(idle.request("GET", "/healthz").status, 200);
+  EXPECT_TRUE(idle.closedByServer(5s));
+  for (int i = 0; i < 200 && server.stats().idleClosed == 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(server.stats().idleClosed, 1u);
+}
+
 // A handler that throws: the transport answers 500 and keeps going.
 class ThrowingHandler final : public RequestHandler {
  public:

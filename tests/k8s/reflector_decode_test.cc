@@ -20,6 +20,7 @@ TEST(WatchDecoder, CanonicalLinesPassTheObjectTextOnAsIs) {
     ASSERT_TRUE(event.ok()) << event.error();
     EXPECT_EQ(event->type, type);
     EXPECT_EQ(event->object, kPod);
+    EXPECT_EQ(simdjson::minify(event->parsed), kPod);  // what the sink decodes, parsed once
     EXPECT_EQ(event->resourceVersion, "42");
   }
 }
@@ -37,6 +38,7 @@ TEST(WatchDecoder, OtherShapesAreParsedWhole) {
     ASSERT_TRUE(event.ok()) << line << ": " << event.error();
     EXPECT_EQ(event->type, "MODIFIED");
     EXPECT_EQ(nlohmann::json::parse(event->object), nlohmann::json::parse(kPod)) << line;
+    EXPECT_EQ(simdjson::minify(event->parsed), event->object) << line;
     EXPECT_EQ(event->resourceVersion, "42");
   }
 }

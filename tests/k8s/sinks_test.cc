@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 #include "testing/builders.h"
 
@@ -122,6 +123,37 @@ TEST_F(SinksTest, APodThatNoLongerWantsGpusLeavesTheMirror) {
   ASSERT_NE(mirror_.findPod("uid-p"), nullptr);
   pods_.modified(podJson("p", "", ""));
   EXPECT_EQ(mirror_.findPod("uid-p"), nullptr);
+}
+
+// A watch event's object comes parsed by the reflector (changed()): it acts as its text does,
+// without a second parse.
+TEST_F(SinksTest, ParsedWatchObjectsActAsTheirText) {
+  using Change = ReflectorSink::Change;
+  simdjson::dom::parser parser;
+  auto apply = [&](ReflectorSink& sink, Change change, const std::string& text) {
+    simdjson::dom::element parsed;
+    ASSERT_EQ(parser.parse(text).get(parsed), simdjson::SUCCESS) << text;
+    sink.changed(change, text, parsed);
+  };
+  apply(nodes_, Change::kAdded, nodeJson("node-1", "8", /*unschedulable=*/true));
+  EXPECT_EQ(mirror_.snapshot()->capacity(), 0);
+  apply(nodes_, Change::kModified, nodeJson("node-1", "8"));
+  EXPECT_EQ(mirror_.snapshot()->capacity(), 8'000);
+  apply(pods_, Change::kAdded, podJson("a", "2", "node-1"));
+  apply(pods_, Change::kAdded, podJson("b", "3", "node-1"));
+  EXPECT_EQ(used("node-1"), 5'000);
+  apply(pods_, Change::kModified, podJson("a", "2", "node-1", "Succeeded"));
+  EXPECT_EQ(used("node-1"), 3'000);
+  apply(pods_, Change::kModified, podJson("b", "-1", "node-1"));  // logged, counted, kept
+  EXPECT_EQ(pods_.decodeErrors(), 1u);
+  EXPECT_EQ(used("node-1"), 3'000);
+  apply(pods_, Change::kDeleted, podJson("b", "3", "node-1"));
+  EXPECT_EQ(mirror_.findPod("uid-b"), nullptr);
+  EXPECT_EQ(used("node-1"), 0);
+  apply(nodes_, Change::kModified, nodeJson("node-1", "many"));
+  EXPECT_EQ(nodes_.decodeErrors(), 1u);
+  apply(nodes_, Change::kDeleted, nodeJson("node-1", "8"));
+  EXPECT_EQ(mirror_.snapshot()->findNode("node-1"), nullptr);
 }
 
 TEST_F(SinksTest, AllPodsCanBeKept) {

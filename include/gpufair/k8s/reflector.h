@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include <simdjson.h>
+
 #include "gpufair/common/clock.h"
 #include "gpufair/k8s/client.h"
 
@@ -40,6 +42,13 @@ class ReflectorSink {
   virtual void added(std::string_view object) = 0;
   virtual void modified(std::string_view object) = 0;
   virtual void deleted(std::string_view object) = 0;
+
+  // A watch event, whose object the reflector has parsed already (to check it and read its
+  // resourceVersion): `parsed` is that object, valid during the call only, `object` its text. The
+  // default passes the text on to added(), modified() or deleted(); a sink that decodes
+  // simdjson's DOM overrides it so that the object is not parsed a second time.
+  enum class Change { kAdded, kModified, kDeleted };
+  virtual void changed(Change change, std::string_view object, simdjson::dom::element parsed);
 
  private:
   std::vector<std::string> gathered_;  // the default listPage()'s items until endList()

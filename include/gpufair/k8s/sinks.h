@@ -41,10 +41,14 @@ class NodeSink final : public ReflectorSink {
   void added(std::string_view object) override;
   void modified(std::string_view object) override;
   void deleted(std::string_view object) override;
+  // Decodes the reflector's parsed object (no second parse).
+  void changed(Change change, std::string_view object, simdjson::dom::element parsed) override;
 
   std::uint64_t decodeErrors() const { return decodeErrors_.load(); }
 
  private:
+  void upsert(Result<policy::Node> node, std::string_view object);
+
   state::Mirror& mirror_;
   std::vector<policy::Node> listed_;  // the list being received
   std::atomic<std::uint64_t> decodeErrors_{0};
@@ -68,11 +72,14 @@ class PodSink final : public ReflectorSink {
   void added(std::string_view object) override;
   void modified(std::string_view object) override;
   void deleted(std::string_view object) override;
+  // Decodes the reflector's parsed object (no second parse).
+  void changed(Change change, std::string_view object, simdjson::dom::element parsed) override;
 
   std::uint64_t decodeErrors() const { return decodeErrors_.load(); }
 
  private:
-  void upsert(std::string_view object);
+  // `object`: the pod's text, for the error message.
+  void upsert(Result<policy::Pod> pod, std::string_view object);
 
   state::Mirror& mirror_;
   PodSinkOptions options_;
