@@ -14,7 +14,11 @@
 #include <string_view>
 #include <vector>
 
-#include <simdjson.h>
+// Declared only: the full simdjson header is heavy and only the reflector and the sinks that
+// override changed() with the parsed object need it (they include it in their .cc).
+namespace simdjson::dom {
+class element;
+}  // namespace simdjson::dom
 
 #include "gpufair/common/clock.h"
 #include "gpufair/k8s/client.h"
