@@ -168,51 +168,59 @@ bool placeByMovingOne(const Scenario& scenario, std::span<const std::size_t> ord
 
 }  // namespace
 
-MilliGpu repairPlan(const Scenario& scenario, std::span<const std::size_t> order,
-                    std::vector<Bin>& bins, std::vector<std::vector<Placed>>& on,
-                    std::vector<std::size_t>& failed) {
+namespace {
+
+// Tries `place` on each failed pod, largest first; keeps in `failed` those it could not place and
+// returns the GPUs it placed. `none` is a scratch mark of pods already moved, all clear on each
+// call of `place` (a `place` that marks pods clears them before it returns true).
+template <typename Place>
+MilliGpu placeEachLargestFirst(const Scenario& scenario, std::span<const std::size_t> order,
+                               std::vector<std::size_t>& failed, Place place) {
   sortLargestFirst(scenario, order, failed);
   std::vector<char> none(scenario.templates.size(), 0);
   std::vector<std::size_t> left;
   MilliGpu gained = 0;
   for (std::size_t f : failed) {
     const policy::Pod& pod = scenario.templates[order[f]];
-    bool placed = false;
-    for (std::size_t n = 0; n < bins.size() && pod.gpus > 0 && !placed; ++n) {
-      if (!pod.allowsModel(bins[n].node->gpuModel)) continue;
-      if (static_cast<MilliGpu>(bins[n].gpuFree.size()) * kMilliPerGpu < pod.gpus) continue;
-      placed = placeByMovingOne(scenario, order, bins, on, n, f, none);
-    }
-    if (!placed) {
+    if (!place(f, pod, none)) {
       left.push_back(f);
       continue;
     }
     gained += pod.gpus;
-    std::fill(none.begin(), none.end(), 0);
   }
   failed = std::move(left);
   return gained;
 }
 
+}  // namespace
+
+MilliGpu repairPlan(const Scenario& scenario, std::span<const std::size_t> order,
+                    std::vector<Bin>& bins, std::vector<std::vector<Placed>>& on,
+                    std::vector<std::size_t>& failed) {
+  return placeEachLargestFirst(
+      scenario, order, failed, [&](std::size_t f, const policy::Pod& pod, std::vector<char>& none) {
+        for (std::size_t n = 0; n < bins.size() && pod.gpus > 0; ++n) {
+          if (!pod.allowsModel(bins[n].node->gpuModel)) continue;
+          if (static_cast<MilliGpu>(bins[n].gpuFree.size()) * kMilliPerGpu < pod.gpus) continue;
+          if (placeByMovingOne(scenario, order, bins, on, n, f, none)) {
+            std::fill(none.begin(), none.end(), 0);
+            return true;
+          }
+        }
+        return false;
+      });
+}
+
 MilliGpu placeFailed(const Scenario& scenario, std::span<const std::size_t> order,
                      std::vector<Bin>& bins, std::vector<std::vector<Placed>>& on,
                      std::vector<std::size_t>& failed) {
-  sortLargestFirst(scenario, order, failed);
-  std::vector<char> none(scenario.templates.size(), 0);
-  std::vector<std::size_t> left;
-  MilliGpu gained = 0;
-  for (std::size_t f : failed) {
-    const policy::Pod& pod = scenario.templates[order[f]];
-    const std::size_t m = pod.gpus > 0 ? hostFor(scenario, bins, order[f], none) : bins.size();
-    if (m == bins.size()) {
-      left.push_back(f);
-      continue;
-    }
-    on[m].push_back({f, take(bins[m], pod, fitGpu(bins[m], pod))});
-    gained += pod.gpus;
-  }
-  failed = std::move(left);
-  return gained;
+  return placeEachLargestFirst(
+      scenario, order, failed, [&](std::size_t f, const policy::Pod& pod, std::vector<char>& none) {
+        const std::size_t m = pod.gpus > 0 ? hostFor(scenario, bins, order[f], none) : bins.size();
+        if (m == bins.size()) return false;
+        on[m].push_back({f, take(bins[m], pod, fitGpu(bins[m], pod))});
+        return true;
+      });
 }
 
 }  // namespace gpufair::sim::detail

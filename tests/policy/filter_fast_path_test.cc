@@ -15,6 +15,7 @@
 
 #include "testing/builders.h"
 #include "testing/cluster.h"
+#include "testing/filter_text.h"
 
 namespace gpufair::policy {
 namespace {
@@ -67,15 +68,6 @@ RandomCluster randomCluster(std::mt19937& rng, bool checkCpuMemory) {
   return out;
 }
 
-std::string describe(const FilterResult& r) {
-  std::string out;
-  for (std::string_view n : r.feasible) out += std::string(n) + " ok\n";
-  for (const auto& v : r.failed) out += std::string(v.node) + " failed: " + v.reason + "\n";
-  for (const auto& v : r.unresolvable)
-    out += std::string(v.node) + " unresolvable: " + v.reason + "\n";
-  return out + r.admission.status.reason();
-}
-
 TEST(RankFeasible, GivesRankCandidatesOrderOverTheFeasibleNames) {
   const std::vector<Pod> pods = {
       MakePod("team-b", "p").gpus(1),
@@ -99,7 +91,8 @@ TEST(RankFeasible, GivesRankCandidatesOrderOverTheFeasibleNames) {
         for (const Pod& p : pods) {
           const Pod pod = testing::resolved(*c.snapshot, p);
           const FilterResult result = filter(*c.snapshot, pod, candidates, at);
-          ASSERT_EQ(describe(result), describe(filter(*c.snapshot, pod, candidates)));
+          ASSERT_EQ(testing::describeFilter(result),
+                    testing::describeFilter(filter(*c.snapshot, pod, candidates)));
           for (std::size_t limit : {std::size_t{1}, std::size_t{3}, static_cast<std::size_t>(-1)}) {
             EXPECT_EQ(
                 rankFeasible(*c.snapshot, pod, candidates, at, result.feasible, *scorer, limit),
@@ -187,8 +180,8 @@ TEST(CandidatePositions, FindsEveryNameWhereTheIndexDoesAndFiltersAlike) {
             << "seed " << seed << ", request " << request << ", " << candidates[i];
       }
       const Pod resolvedPod = testing::resolved(*snap, pod);
-      ASSERT_EQ(describe(filter(*snap, resolvedPod, candidates, found)),
-                describe(filter(*snap, resolvedPod, candidates)));
+      ASSERT_EQ(testing::describeFilter(filter(*snap, resolvedPod, candidates, found)),
+                testing::describeFilter(filter(*snap, resolvedPod, candidates)));
       lookedUp += positions.lookedUp();
       resolved += candidates.size();
       list = nextList(rng, std::move(list), c.names);

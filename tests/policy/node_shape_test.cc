@@ -17,6 +17,7 @@
 
 #include "testing/builders.h"
 #include "testing/cluster.h"
+#include "testing/filter_text.h"
 
 namespace gpufair::policy {
 namespace {
@@ -77,15 +78,6 @@ SnapshotPtr lookAlikeCluster(std::mt19937& rng, bool checkCpuMemory, bool scoreC
                              std::move(options), reservations);
 }
 
-std::string describe(const FilterResult& r) {
-  std::string out;
-  for (std::string_view n : r.feasible) out += std::string(n) + " ok\n";
-  for (const auto& v : r.failed) out += std::string(v.node) + " failed: " + v.reason + "\n";
-  for (const auto& v : r.unresolvable)
-    out += std::string(v.node) + " unresolvable: " + v.reason + "\n";
-  return out + r.admission.status.reason();
-}
-
 TEST(NodeShapes, FilterAndRankAnswerAsWithoutShapes) {
   const std::vector<Pod> pods = {
       MakePod("team-b", "p").gpus(1),
@@ -118,7 +110,8 @@ TEST(NodeShapes, FilterAndRankAnswerAsWithoutShapes) {
           const Pod pod = testing::resolved(*plain, p);
           const FilterResult expected = filter(*plain, pod, candidates, at);
           const FilterResult result = filter(*shaped, pod, candidates, shapedPositions);
-          ASSERT_EQ(describe(result), describe(expected)) << "seed " << seed;
+          ASSERT_EQ(testing::describeFilter(result), testing::describeFilter(expected))
+              << "seed " << seed;
           for (std::size_t limit : {std::size_t{1}, std::size_t{3}, static_cast<std::size_t>(-1)}) {
             EXPECT_EQ(rankFeasible(*shaped, pod, candidates, shapedPositions, result.feasible,
                                    *scorer, limit),
