@@ -15,7 +15,7 @@
 
 #include "testing/builders.h"
 #include "testing/cluster.h"
-#include "testing/filter_text.h"
+#include "testing/filter_equivalence.h"
 
 namespace gpufair::policy {
 namespace {
@@ -69,15 +69,8 @@ RandomCluster randomCluster(std::mt19937& rng, bool checkCpuMemory) {
 }
 
 TEST(RankFeasible, GivesRankCandidatesOrderOverTheFeasibleNames) {
-  const std::vector<Pod> pods = {
-      MakePod("team-b", "p").gpus(1),
-      MakePod("team-b", "p").gpus(2).cpu(8),
-      MakePod("team-b", "other").gpus(4),
-      MakePod("team-b", "p").share(0.5),
-      MakePod("team-b", "p").gpus(1).models({"A100"}),
-      MakePod("team-b", "p").cpu(4),
-      MakePod("team-b", "g").gpus(2).gang("train", 2),
-  };
+  std::vector<Pod> pods = testing::filterEquivalencePods();
+  pods.push_back(MakePod("team-b", "g").gpus(2).gang("train", 2));  // ranked by the plain path
   int ranked = 0;
   for (std::uint32_t seed = 1; seed <= 30; ++seed) {
     std::mt19937 rng(seed);

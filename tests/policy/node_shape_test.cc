@@ -17,7 +17,7 @@
 
 #include "testing/builders.h"
 #include "testing/cluster.h"
-#include "testing/filter_text.h"
+#include "testing/filter_equivalence.h"
 
 namespace gpufair::policy {
 namespace {
@@ -79,15 +79,8 @@ SnapshotPtr lookAlikeCluster(std::mt19937& rng, bool checkCpuMemory, bool scoreC
 }
 
 TEST(NodeShapes, FilterAndRankAnswerAsWithoutShapes) {
-  const std::vector<Pod> pods = {
-      MakePod("team-b", "p").gpus(1),
-      MakePod("team-b", "p").gpus(2).cpu(8),
-      MakePod("team-b", "other").gpus(4),
-      MakePod("team-b", "p").share(0.5),
-      MakePod("team-b", "p").gpus(1).models({"A100"}),
-      MakePod("team-b", "p").cpu(4),
-      MakePod("team-b", "p").gpus(8).cpu(30),
-  };
+  std::vector<Pod> pods = testing::filterEquivalencePods();
+  pods.push_back(MakePod("team-b", "p").gpus(8).cpu(30));  // a whole node
   int compared = 0;
   std::size_t sharedShapes = 0;
   for (std::uint32_t seed = 1; seed <= 25; ++seed) {
