@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "gpufair/common/json.h"
 
@@ -52,6 +53,28 @@ std::unique_ptr<spdlog::formatter> JsonLogFormatter::clone() const {
   return std::make_unique<JsonLogFormatter>();
 }
 
+BatchedStreamSink::BatchedStreamSink(std::FILE* stream, std::chrono::milliseconds interval)
+    : stream_(stream), interval_(interval) {}
+
+BatchedStreamSink::~BatchedStreamSink() {
+  std::lock_guard lock(mutex_);
+  std::fflush(stream_);
+}
+
+void BatchedStreamSink::sink_it_(const spdlog::details::log_msg& msg) {
+  spdlog::memory_buf_t formatted;
+  formatter_->format(msg, formatted);
+  std::fwrite(formatted.data(), 1, formatted.size(), stream_);
+  if (msg.level >= spdlog::level::warn || msg.time - lastWrite_ >= interval_) {
+    std::fflush(stream_);
+    lastWrite_ = msg.time;
+  }
+}
+
+void BatchedStreamSink::flush_() {
+  std::fflush(stream_);
+}
+
 Status checkLogLevel(const std::string& level) {
   if (spdlog::level::from_str(level) == spdlog::level::off && level != "off") {
     return Status::error("--log-level must be trace, debug, info, warn, error or off");
@@ -61,6 +84,12 @@ Status checkLogLevel(const std::string& level) {
 
 Status configureLogging(const std::string& level, LogFormat format) {
   if (Status checked = checkLogLevel(level); !checked.isOk()) return checked;
+  if (::isatty(STDOUT_FILENO) == 0) {
+    auto sink = std::make_shared<BatchedStreamSink>(stdout, std::chrono::seconds{1});
+    auto logger = std::make_shared<spdlog::logger>("", std::move(sink));
+    spdlog::set_default_logger(std::move(logger));
+    spdlog::flush_every(std::chrono::seconds{1});
+  }
   spdlog::set_level(spdlog::level::from_str(level));
   if (format == LogFormat::kJson) spdlog::set_formatter(std::make_unique<JsonLogFormatter>());
   return Status::ok();

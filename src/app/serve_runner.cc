@@ -194,6 +194,7 @@ class ServeRun {
     spdlog::info("consolidation {}", consolidationModeName(config_.consolidate));
     spdlog::info("serving the extender webhooks on {}; metrics {}", url,
                  metricsServer_ ? "on " + metricsUrl : "off");
+    spdlog::default_logger()->flush();  // whoever waits for this line reads it now
     if (config_.logFormat != LogFormat::kText) return;
     std::cout << "gpufair is serving the extender webhooks on " << url << "\n"
               << (metricsServer_ ? "  and Prometheus metrics on " + metricsUrl + "\n" : "")

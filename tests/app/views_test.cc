@@ -1,9 +1,13 @@
-// gpufair top and explain as text, and the JSON log format, without a server.
+// gpufair top and explain as text, the JSON log format and the batched log sink, without a server.
 #include "views.h"
 
+#include <cstdio>
+
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/details/log_msg.h>
+#include <unistd.h>
 
 #include "logging.h"
 
@@ -176,6 +180,54 @@ TEST(LogFormat, Parse) {
   auto bad = parseLogFormat("JSON");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error(), "--log-format must be text or json, not \"JSON\"");
+}
+
+// What reached the pipe's other end so far (the sink's stream is the write end).
+std::string drain(int fd) {
+  std::string text;
+  char chunk[4096];
+  for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;) text.append(chunk, chunk + n);
+  return text;
+}
+
+TEST(BatchedStreamSink, InfoLinesWaitForTheIntervalWarningsAndFlushWriteAtOnce) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+  std::FILE* stream = ::fdopen(fds[1], "w");
+  ASSERT_NE(stream, nullptr);
+  ASSERT_EQ(std::setvbuf(stream, nullptr, _IOFBF, 1 << 16), 0);
+  const auto t0 = spdlog::log_clock::now();
+  auto log = [](BatchedStreamSink& sink, spdlog::log_clock::time_point when,
+                spdlog::level::level_enum level, std::string_view text) {
+    sink.log(spdlog::details::log_msg(when, spdlog::source_loc{}, "", level, text));
+  };
+  {
+    BatchedStreamSink sink(stream, std::chrono::seconds{1});
+    sink.set_pattern("%v");
+    log(sink, t0, spdlog::level::info, "first");  // nothing written before: at once
+    EXPECT_EQ(drain(fds[0]), "first\n");
+    log(sink, t0 + std::chrono::milliseconds{10}, spdlog::level::info, "bound a");
+    log(sink, t0 + std::chrono::milliseconds{20}, spdlog::level::info, "bound b");
+    EXPECT_EQ(drain(fds[0]), "") << "within a second of the last write: buffered";
+    log(sink, t0 + std::chrono::milliseconds{30}, spdlog::level::warn, "failed");
+    EXPECT_EQ(drain(fds[0]), "bound a\nbound b\nfailed\n") << "a warning writes, in order";
+    log(sink, t0 + std::chrono::milliseconds{40}, spdlog::level::info, "bound c");
+    EXPECT_EQ(drain(fds[0]), "");
+    log(sink, t0 + std::chrono::milliseconds{1030}, spdlog::level::info, "bound d");
+    EXPECT_EQ(drain(fds[0]), "bound c\nbound d\n") << "a second after the last write";
+    log(sink, t0 + std::chrono::milliseconds{1040}, spdlog::level::info, "bound e");
+    EXPECT_EQ(drain(fds[0]), "");
+    sink.flush();  // what spdlog::flush_every does
+    EXPECT_EQ(drain(fds[0]), "bound e\n");
+    log(sink, t0 + std::chrono::milliseconds{1050}, spdlog::level::err, "error");
+    EXPECT_EQ(drain(fds[0]), "error\n");
+    log(sink, t0 + std::chrono::milliseconds{1060}, spdlog::level::info, "last");
+    EXPECT_EQ(drain(fds[0]), "");
+  }
+  EXPECT_EQ(drain(fds[0]), "last\n") << "the destructor writes what is left";
+  std::fclose(stream);
+  ::close(fds[0]);
 }
 
 }  // namespace
