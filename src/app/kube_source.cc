@@ -79,11 +79,17 @@ KubeSource::KubeSource(const KubeSettings& settings, state::Mirror& mirror, Cloc
       binder_(client_),
       labeler_(client_, clock_),
       nodeSink_(mirror),
-      podSink_(mirror),
+      podSink_(mirror,
+               [this] {
+                 k8s::PodSinkOptions options;
+                 options.failures = schedulingFailures_;
+                 return options;
+               }()),
       quotaWatcher_(std::make_unique<k8s::QuotaWatcher>(mirror, ns_, events_.get())),
       requeuer_(client_, clock_, [&] {
         k8s::RequeuerOptions options;
         options.schedulerName = settings.schedulerName;
+        options.failures = schedulingFailures_;
         return options;
       }()) {
   auto add = [&](std::string what, k8s::ReflectorOptions options, k8s::ReflectorSink& sink) {

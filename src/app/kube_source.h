@@ -81,6 +81,9 @@ class KubeSource final {
   k8s::KubeBinder binder_;
   k8s::OverQuotaLabeler labeler_;
   k8s::NodeSink nodeSink_;
+  // The pods kube-scheduler failed to place: the pod sink writes, the requeuer reads.
+  std::shared_ptr<k8s::SchedulingFailures> schedulingFailures_ =
+      std::make_shared<k8s::SchedulingFailures>();
   k8s::PodSink podSink_;
   std::unique_ptr<k8s::QuotaWatcher> quotaWatcher_;
   std::vector<std::unique_ptr<k8s::Reflector>> reflectors_;

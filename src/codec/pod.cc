@@ -4,6 +4,8 @@
 #include <charconv>
 #include <limits>
 
+#include "gpufair/codec/pod_conditions.h"
+
 #include "decode_support.h"
 
 namespace gpufair::codec {
@@ -247,6 +249,40 @@ Result<policy::Pod> decodePod(element root) {
 
 Result<policy::Pod> decodePodJson(std::string_view json) {
   return parseThen<policy::Pod>(json, "Pod", [](element e) { return decodePod(e); });
+}
+
+bool schedulingFailed(element root) {
+  object pod;
+  object status;
+  element conditions;
+  simdjson::dom::array arr;
+  if (root.get_object().get(pod) != simdjson::SUCCESS) return false;
+  element value;
+  if (!field(pod, "status", value) || value.get_object().get(status) != simdjson::SUCCESS ||
+      !field(status, "conditions", conditions) ||
+      conditions.get_array().get(arr) != simdjson::SUCCESS) {
+    return false;
+  }
+  for (element condition : arr) {
+    object o;
+    element type;
+    std::string_view text;
+    if (condition.get_object().get(o) != simdjson::SUCCESS || !field(o, "type", type) ||
+        type.get_string().get(text) != simdjson::SUCCESS || text != "PodScheduled") {
+      continue;
+    }
+    return field(o, "status", value) && value.get_string().get(text) == simdjson::SUCCESS &&
+           text == "False";
+  }
+  return false;
+}
+
+Result<policy::Pod> decodePodJson(std::string_view json, bool& failed) {
+  return parseThen<policy::Pod>(json, "Pod", [&failed](element e) {
+    Result<policy::Pod> pod = decodePod(e);
+    if (pod) failed = schedulingFailed(e);
+    return pod;
+  });
 }
 
 }  // namespace gpufair::codec

@@ -9,15 +9,57 @@
 
 namespace gpufair::k8s {
 
+void SchedulingFailures::set(const std::string& uid, bool failed) {
+  std::lock_guard lock(mu_);
+  if (failed) {
+    failed_.insert(uid);
+  } else {
+    failed_.erase(uid);
+  }
+}
+
+void SchedulingFailures::erase(const std::string& uid) {
+  std::lock_guard lock(mu_);
+  failed_.erase(uid);
+}
+
+void SchedulingFailures::replace(std::unordered_set<std::string> failed) {
+  std::lock_guard lock(mu_);
+  failed_ = std::move(failed);
+}
+
+bool SchedulingFailures::contains(const std::string& uid) const {
+  std::lock_guard lock(mu_);
+  return failed_.count(uid) != 0;
+}
+
+std::size_t SchedulingFailures::size() const {
+  std::lock_guard lock(mu_);
+  return failed_.size();
+}
+
 Requeuer::Requeuer(KubeClientPtr client, ClockPtr clock, RequeuerOptions options)
     : client_(std::move(client)), clock_(std::move(clock)), options_(std::move(options)) {}
 
-void Requeuer::enqueue(const policy::ClusterSnapshot& snapshot) {
+bool Requeuer::failed(const policy::Pod& pod) const {
+  return !options_.failures || options_.failures->contains(pod.uid);
+}
+
+void Requeuer::queueLocked(const policy::Pod& pod) {
+  if (!queued_.insert(pod.uid).second) return;
+  queue_.push_back({pod.ns, pod.name, pod.uid});
+}
+
+void Requeuer::enqueue(const policy::ClusterSnapshot& snapshot, bool watch) {
   std::lock_guard lock(mu_);
   for (const policy::PodPtr& pod : snapshot.pending()) {
     if (pod->schedulerName != options_.schedulerName || !pod->nodeName.empty()) continue;
-    if (!queued_.insert(pod->uid).second) continue;
-    queue_.push_back({pod->ns, pod->name, pod->uid});
+    if (failed(*pod)) {
+      queueLocked(*pod);
+      watched_.erase(pod->uid);
+    } else if (watch) {
+      watched_.insert(pod->uid);
+    }
   }
 }
 
@@ -25,12 +67,27 @@ std::size_t Requeuer::tick(bool consistent, bool leader, const policy::ClusterSn
   const bool rose = consistent && !wasConsistent_;
   wasConsistent_ = consistent;
   if (rose) {
-    enqueue(snapshot);
+    watched_.clear();
+    watchUntil_ = clock_->now() + options_.watchFor;
+    enqueue(snapshot, true);
     if (pending() > 0) {
       spdlog::info(
           "requeue: asking kube-scheduler to retry {} pending pods of scheduler {} now "
           "that gpufair has a complete view",
           pending(), options_.schedulerName);
+    }
+  }
+  if (!rose && !watched_.empty()) {
+    if (clock_->now() >= watchUntil_) {
+      watched_.clear();
+    } else if (consistent) {
+      std::lock_guard lock(mu_);
+      for (const policy::PodPtr& pod : snapshot.pending()) {
+        if (pod->nodeName.empty() && watched_.count(pod->uid) != 0 && failed(*pod)) {
+          watched_.erase(pod->uid);
+          queueLocked(*pod);
+        }
+      }
     }
   }
   if (!leader || !consistent) return 0;

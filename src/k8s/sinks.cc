@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpufair/codec/objects.h"
+#include "gpufair/codec/pod_conditions.h"
 
 namespace gpufair::k8s {
 
@@ -114,19 +115,36 @@ void PodSink::replace(const std::vector<std::string>& items) {
 
 void PodSink::beginList() {
   listed_.clear();
+  listedFailed_.clear();
   listedItems_ = 0;
+}
+
+namespace {
+
+// The mirror's key of a pod: its uid, or "ns/name" when it has none.
+std::string mirrorKey(const policy::Pod& pod) {
+  return pod.uid.empty() ? pod.key() : pod.uid;
+}
+
+}  // namespace
+
+Result<policy::Pod> PodSink::decode(std::string_view object, bool& failed) const {
+  if (!options_.failures) return codec::decodePodJson(object);
+  return codec::decodePodJson(object, failed);
 }
 
 void PodSink::listPage(std::vector<std::string>& items) {
   listedItems_ += items.size();
   for (const auto& item : items) {
-    auto pod = codec::decodePodJson(item);
+    bool failed = false;
+    auto pod = decode(item, failed);
     if (!pod) {
       ++decodeErrors_;
       spdlog::warn("pod {} skipped: {}", peekMeta(item).describe(), pod.error());
       continue;
     }
     if (options_.gpuPodsOnly && pod->gpus <= 0) continue;
+    if (failed) listedFailed_.insert(mirrorKey(*pod));
     listed_.push_back(std::move(pod).value());
   }
 }
@@ -134,41 +152,51 @@ void PodSink::listPage(std::vector<std::string>& items) {
 void PodSink::endList() {
   spdlog::info("pod list: {} of {} pods use GPUs", listed_.size(), listedItems_);
   mirror_.replacePods(std::move(listed_));
+  if (options_.failures) options_.failures->replace(std::move(listedFailed_));
   listed_ = {};
+  listedFailed_ = {};
   listedItems_ = 0;
 }
 
 void PodSink::added(std::string_view object) {
-  upsert(codec::decodePodJson(object), object);
+  bool failed = false;
+  auto pod = decode(object, failed);
+  upsert(std::move(pod), object, failed);
 }
 void PodSink::modified(std::string_view object) {
-  upsert(codec::decodePodJson(object), object);
+  added(object);
 }
 
 void PodSink::changed(Change change, std::string_view object, simdjson::dom::element parsed) {
   if (change == Change::kDeleted) return deleted(object);
-  upsert(codec::decodePod(parsed), object);
+  upsert(codec::decodePod(parsed), object, options_.failures && codec::schedulingFailed(parsed));
 }
 
-void PodSink::upsert(Result<policy::Pod> pod, std::string_view object) {
+void PodSink::upsert(Result<policy::Pod> pod, std::string_view object, bool failed) {
   if (!pod) {
     ++decodeErrors_;
     spdlog::warn("pod {} skipped: {}", peekMeta(object).describe(), pod.error());
     return;
   }
+  const std::string key = mirrorKey(*pod);
   if (options_.gpuPodsOnly && pod->gpus <= 0) {
-    mirror_.deletePod(pod->uid.empty() ? pod->key() : pod->uid);
+    if (options_.failures) options_.failures->erase(key);
+    mirror_.deletePod(key);
     return;
   }
+  if (options_.failures) options_.failures->set(key, failed);
   mirror_.upsertPod(std::move(pod).value());
 }
 
 void PodSink::deleted(std::string_view object) {
   ObjectMeta meta = peekMeta(object);
-  if (!meta.uid.empty()) {
-    mirror_.deletePod(meta.uid);
-  } else if (!meta.name.empty()) {
-    mirror_.deletePod((meta.ns.empty() ? std::string("default") : meta.ns) + "/" + meta.name);
+  std::string key = !meta.uid.empty() ? meta.uid
+                    : meta.name.empty()
+                        ? std::string()
+                        : (meta.ns.empty() ? std::string("default") : meta.ns) + "/" + meta.name;
+  if (!key.empty()) {
+    if (options_.failures) options_.failures->erase(key);
+    mirror_.deletePod(key);
   } else {
     ++decodeErrors_;
     spdlog::warn("deleted pod without metadata.name ignored");

@@ -157,9 +157,42 @@ TEST_F(SinksTest, ParsedWatchObjectsActAsTheirText) {
 }
 
 TEST_F(SinksTest, AllPodsCanBeKept) {
-  PodSink all(mirror_, PodSinkOptions{false});
+  PodSink all(mirror_, PodSinkOptions{false, nullptr});
   all.added(podJson("cpu-only", "", "node-1"));
   EXPECT_NE(mirror_.findPod("uid-cpu-only"), nullptr);
+}
+
+// kube-scheduler's failed cycles (PodScheduled False), for the requeuer: from a list (which
+// replaces them), from watch events as text or parsed; gone with the pod.
+TEST_F(SinksTest, PodsKubeSchedulerFailedToPlaceAreTracked) {
+  auto failures = std::make_shared<SchedulingFailures>();
+  PodSink sink(mirror_, PodSinkOptions{true, failures});
+  auto scheduled = [](const std::string& text, const char* status) {
+    json pod = json::parse(text);
+    pod["status"]["conditions"] = {
+        {{"type", "PodScheduled"}, {"status", status}, {"reason", "Unschedulable"}}};
+    return pod.dump();
+  };
+  failures->set("uid-gone-meanwhile", true);
+  sink.replace({scheduled(podJson("parked", "1", "", "Pending"), "False"),
+                podJson("new", "1", "", "Pending"),
+                scheduled(podJson("cpu-only", "", "", "Pending"), "False")});
+  EXPECT_TRUE(failures->contains("uid-parked"));
+  EXPECT_FALSE(failures->contains("uid-new")) << "not tried yet";
+  EXPECT_FALSE(failures->contains("uid-cpu-only")) << "no GPUs: not in the mirror";
+  EXPECT_FALSE(failures->contains("uid-gone-meanwhile")) << "a list replaces what was known";
+  EXPECT_EQ(failures->size(), 1u);
+
+  sink.modified(scheduled(podJson("new", "1", "", "Pending"), "False"));
+  EXPECT_TRUE(failures->contains("uid-new"));
+  simdjson::dom::parser parser;
+  simdjson::dom::element parsed;
+  const std::string bound = scheduled(podJson("parked", "1", "node-1", "Pending"), "True");
+  ASSERT_EQ(parser.parse(bound).get(parsed), simdjson::SUCCESS);
+  sink.changed(ReflectorSink::Change::kModified, bound, parsed);
+  EXPECT_FALSE(failures->contains("uid-parked")) << "placed now";
+  sink.deleted(podJson("new", "1", "", "Pending"));
+  EXPECT_EQ(failures->size(), 0u);
 }
 
 }  // namespace

@@ -11,11 +11,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "gpufair/k8s/reflector.h"
+#include "gpufair/k8s/requeuer.h"
 #include "gpufair/state/mirror.h"
 
 namespace gpufair::k8s {
@@ -58,6 +61,8 @@ struct PodSinkOptions {
   // Pods that request no GPUs neither hold nor want any: keep them out of the mirror (most pods of
   // a mixed cluster). A pod seen without GPUs is removed from the mirror if it was there.
   bool gpuPodsOnly = true;
+  // Set: kept up to date with the GPU pods whose PodScheduled condition is False (the requeuer's).
+  std::shared_ptr<SchedulingFailures> failures;
 };
 
 class PodSink final : public ReflectorSink {
@@ -78,13 +83,15 @@ class PodSink final : public ReflectorSink {
   std::uint64_t decodeErrors() const { return decodeErrors_.load(); }
 
  private:
-  // `object`: the pod's text, for the error message.
-  void upsert(Result<policy::Pod> pod, std::string_view object);
+  // `object`: the pod's text, for the error message; failed: PodScheduled is False.
+  void upsert(Result<policy::Pod> pod, std::string_view object, bool failed);
+  Result<policy::Pod> decode(std::string_view object, bool& failed) const;
 
   state::Mirror& mirror_;
   PodSinkOptions options_;
   std::vector<policy::Pod> listed_;  // the list being received
   std::size_t listedItems_ = 0;
+  std::unordered_set<std::string> listedFailed_;  // of listed_, with PodScheduled False
   std::atomic<std::uint64_t> decodeErrors_{0};
 };
 
