@@ -127,6 +127,7 @@ void KubeSource::start() {
 void KubeSource::stop() {
   if (stopped_) return;
   stopped_ = true;
+  binder_.stop();  // the over-quota labels bind() queued are written first
   for (auto& r : reflectors_) r->stop();
   for (auto& t : threads_) {
     if (t.joinable()) t.join();

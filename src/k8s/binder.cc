@@ -15,6 +15,50 @@ namespace gpufair::k8s {
 KubeBinder::KubeBinder(KubeClientPtr client, KubeBinderOptions options)
     : client_(std::move(client)), options_(options) {}
 
+KubeBinder::~KubeBinder() {
+  stop();
+}
+
+void KubeBinder::stop() {
+  std::thread worker;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    worker = std::move(worker_);
+  }
+  queuedMore_.notify_all();
+  if (worker.joinable()) worker.join();
+}
+
+void KubeBinder::flushLabels() {
+  std::unique_lock lock(mu_);
+  drained_.wait(lock, [this] { return queued_.empty() && !labelling_; });
+}
+
+void KubeBinder::labelLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    queuedMore_.wait(lock, [this] { return !queued_.empty() || stopping_; });
+    if (queued_.empty()) return;  // stopping, and every queued label was tried
+    PendingLabel next = std::move(queued_.front());
+    queued_.pop_front();
+    labelling_ = true;
+    lock.unlock();
+    labelOrKeep(std::move(next));
+    lock.lock();
+    labelling_ = false;
+    if (queued_.empty()) drained_.notify_all();
+  }
+}
+
+void KubeBinder::labelOrKeep(PendingLabel pending) {
+  bool drop = false;
+  if (label(pending, drop) || drop) return;
+  pending.attempts = 1;
+  std::lock_guard lock(mu_);
+  pending_.push_back(std::move(pending));
+}
+
 namespace {
 
 // A real UID never contains '/': the mirror keys pods it knows no UID for "ns/name".
@@ -45,12 +89,16 @@ Status KubeBinder::bind(const policy::Pod& pod, std::string_view node, bool over
   spdlog::info("bound {} to {}{}", pod.key(), node, overQuota ? " (over quota)" : "");
   if (!overQuota) return bound;
   PendingLabel pending{pod.ns, pod.name, std::string(preconditionUid(pod)), 0};
-  bool drop = false;
-  if (!label(pending, drop) && !drop) {
-    pending.attempts = 1;
+  {
     std::lock_guard lock(mu_);
-    pending_.push_back(std::move(pending));
+    if (!stopping_) {
+      queued_.push_back(std::move(pending));
+      if (!worker_.joinable()) worker_ = std::thread([this] { labelLoop(); });
+      queuedMore_.notify_one();
+      return bound;
+    }
   }
+  labelOrKeep(std::move(pending));  // stopped: no worker any more
   return bound;
 }
 

@@ -1,5 +1,8 @@
 #include "gpufair/k8s/binder.h"
 
+#include <future>
+#include <thread>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -56,6 +59,7 @@ TEST_F(KubeBinderTest, LabelsBorrowedPodsAfterBinding) {
   EXPECT_CALL(*client_, send(_)).WillOnce(DoAll(SaveArg<0>(&bindRequest), Return(reply(201))));
   EXPECT_CALL(*client_, send(_)).WillOnce(DoAll(SaveArg<0>(&patch), Return(reply(200))));
   ASSERT_TRUE(binder_.bind(pod_, "node-3", true).isOk());
+  binder_.flushLabels();
   EXPECT_EQ(bindRequest.method, "POST");
   EXPECT_EQ(patch.method, "PATCH");
   EXPECT_EQ(patch.path, "/api/v1/namespaces/team-a/pods/train-1");
@@ -63,6 +67,53 @@ TEST_F(KubeBinderTest, LabelsBorrowedPodsAfterBinding) {
   EXPECT_EQ(body(patch)["metadata"]["labels"]["gpufair.io/over-quota"], "true");
   EXPECT_EQ(body(patch)["metadata"]["uid"], "uid-1");
   EXPECT_EQ(binder_.pendingLabels(), 0u);
+}
+
+TEST_F(KubeBinderTest, BindReturnsBeforeTheLabelIsPatched) {
+  // The label's PATCH blocks until the test lets it go: bind() must not wait for it.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> patching;
+  InSequence order;
+  EXPECT_CALL(*client_, send(_)).WillOnce(Return(reply(201)));
+  EXPECT_CALL(*client_, send(_)).WillOnce([&](const ApiRequest& request) {
+    EXPECT_EQ(request.method, "PATCH");
+    patching.set_value();
+    released.wait();
+    return reply(200);
+  });
+  ASSERT_TRUE(binder_.bind(pod_, "node-3", true).isOk());
+  patching.get_future().wait();  // the worker sends it while bind() has returned
+  release.set_value();
+  binder_.flushLabels();
+  EXPECT_EQ(binder_.pendingLabels(), 0u);
+  EXPECT_EQ(binder_.labelFailures(), 0u);
+}
+
+TEST_F(KubeBinderTest, StopWritesTheQueuedLabelsAndLaterBindsLabelInline) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::vector<std::string> patched;
+  EXPECT_CALL(*client_, send(_)).WillRepeatedly([&](const ApiRequest& request) {
+    if (request.method == "POST") return reply(201);
+    released.wait();  // the first label holds the worker: the others stay queued
+    patched.push_back(request.path);
+    return reply(200);
+  });
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "train-" + std::to_string(i);
+    ASSERT_TRUE(binder_.bind(MakePod("team-a", name).uid(name).gpus(1), "node-3", true).isOk());
+  }
+  std::thread stopper([this] { binder_.stop(); });
+  release.set_value();
+  stopper.join();
+  EXPECT_EQ(patched, (std::vector<std::string>{"/api/v1/namespaces/team-a/pods/train-0",
+                                               "/api/v1/namespaces/team-a/pods/train-1",
+                                               "/api/v1/namespaces/team-a/pods/train-2"}))
+      << "none lost on shutdown";
+  ASSERT_TRUE(binder_.bind(MakePod("team-a", "late").uid("late").gpus(1), "node-3", true).isOk());
+  EXPECT_EQ(patched.size(), 4u) << "after stop(): labelled before bind() returns";
+  EXPECT_EQ(patched.back(), "/api/v1/namespaces/team-a/pods/late");
 }
 
 TEST_F(KubeBinderTest, AMirrorKeyIsNotSentAsAUidPrecondition) {
@@ -90,6 +141,7 @@ TEST_F(KubeBinderTest, AFailedLabelDoesNotFailTheBindAndIsRetried) {
   EXPECT_CALL(*client_, send(_)).WillOnce(Return(reply(201)));
   EXPECT_CALL(*client_, send(_)).WillOnce(Return(transportFailure("connection reset")));
   EXPECT_TRUE(binder_.bind(pod_, "node-3", true).isOk());
+  binder_.flushLabels();
   EXPECT_EQ(binder_.pendingLabels(), 1u);
   EXPECT_EQ(binder_.labelFailures(), 1u);
 
@@ -141,7 +193,9 @@ TEST_F(KubeBinderTest, RetriesStopWhenThePodIsGoneOrAfterMaxAttempts) {
   EXPECT_CALL(*client_, send(_)).WillOnce(Return(reply(201)));
   EXPECT_CALL(*client_, send(_)).WillOnce(Return(reply(503, "unavailable")));
   ASSERT_TRUE(binder_.bind(pod_, "node-3", true).isOk());
+  binder_.flushLabels();  // the label's PATCH before the next Binding, in the expected order
   ASSERT_TRUE(binder_.bind(other, "node-3", true).isOk());
+  binder_.flushLabels();
   ASSERT_EQ(binder_.pendingLabels(), 2u);
 
   // train-1 is gone (dropped); train-2 keeps failing (attempt 2 of 3).
@@ -256,6 +310,7 @@ TEST_F(AgainstFakeApiServer, BindsAndLabelsABorrowedPod) {
   KubeBinder binder(client_);
   policy::Pod train = createPod("train-1");
   ASSERT_TRUE(binder.bind(train, "node-3", true).isOk());
+  binder.flushLabels();
   nlohmann::json stored = pod("train-1");
   EXPECT_EQ(stored["spec"]["nodeName"], "node-3");
   EXPECT_EQ(stored["metadata"]["labels"]["gpufair.io/over-quota"], "true");

@@ -1,9 +1,13 @@
 // KubeBinder: makes /bind real on the API server. For a fractional pod, first writes the GPU it was
 // given as annotation gpufair.io/gpu-index (a failure fails the bind: the pod must not start
 // without it). Then posts a v1 Binding for the pod (with its uid as a precondition) and, for a pod
-// admitted as borrowed, labels it gpufair.io/over-quota=true. A failed label patch does not fail
-// the bind (the pod is bound either way): it is logged and retried by retryLabels(), which the
-// caller runs periodically.
+// admitted as borrowed, labels it gpufair.io/over-quota=true. The label is not patched on bind()'s
+// thread (an io thread kube-scheduler waits on): bind() queues it and returns after the Binding; a
+// worker thread (started by the first borrowed pod) patches the queued labels in order. Until the
+// label shows up, the mirror keeps the admission decision it assumed at bind. A failed label patch
+// does not fail the bind (the pod is bound either way): it is logged and retried by retryLabels(),
+// which the caller runs periodically. stop() (and the destructor) lets the worker try every label
+// still queued first, so a shutdown does not drop one; a bind() after stop() labels inline.
 //
 // OverQuotaLabeler: the opposite direction. Once a queue is back within its deserved quota, the
 // pods it borrowed for are no longer borrowed; the leader removes their label so that reclaim does
@@ -15,10 +19,13 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -39,10 +46,13 @@ struct KubeBinderOptions {
 class KubeBinder final : public state::Binder {
  public:
   explicit KubeBinder(KubeClientPtr client, KubeBinderOptions options = {});
+  ~KubeBinder() override;
+  KubeBinder(const KubeBinder&) = delete;
+  KubeBinder& operator=(const KubeBinder&) = delete;
 
-  // Binds `pod` (as assumed: gpuIndex set for a fractional pod) to `node`; on success labels it
-  // over-quota when `overQuota`. A bind error is
-  // Status::error with the API server's message; a label error is not an error of bind().
+  // Binds `pod` (as assumed: gpuIndex set for a fractional pod) to `node`; on success queues its
+  // over-quota label when `overQuota`. A bind error is Status::error with the API server's
+  // message; a label error is not an error of bind().
   Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) override;
   // The watch confirms a binding, not the caller.
   bool confirmsImmediately() const override { return false; }
@@ -50,7 +60,12 @@ class KubeBinder final : public state::Binder {
   // Tries again the label patches that failed. Drops those whose pod is gone (404, or its uid
   // changed: 409) or that failed maxLabelAttempts times. Returns how many succeeded now.
   std::size_t retryLabels();
+  // Label patches that failed and wait for retryLabels() (not those queued by bind()).
   std::size_t pendingLabels() const;
+  // Waits until every label queued by bind() so far was tried once.
+  void flushLabels();
+  // Tries every queued label, then ends the worker. Idempotent.
+  void stop();
   std::uint64_t labelFailures() const;  // failed label patches, for metrics
 
  private:
@@ -62,12 +77,21 @@ class KubeBinder final : public state::Binder {
   };
   // Patches the label; true when done or pointless to retry (`drop`).
   bool label(const PendingLabel& pod, bool& drop);
+  // Patches the label; a failure worth retrying goes to pending_.
+  void labelOrKeep(PendingLabel pending);
+  void labelLoop();
 
   KubeClientPtr client_;
   KubeBinderOptions options_;
   mutable std::mutex mu_;
-  std::vector<PendingLabel> pending_;  // GUARDED_BY(mu_)
-  std::uint64_t labelFailures_ = 0;    // GUARDED_BY(mu_)
+  std::vector<PendingLabel> pending_;   // GUARDED_BY(mu_)
+  std::uint64_t labelFailures_ = 0;     // GUARDED_BY(mu_)
+  std::deque<PendingLabel> queued_;     // labels bind() queued; GUARDED_BY(mu_)
+  bool labelling_ = false;              // the worker is patching one; GUARDED_BY(mu_)
+  bool stopping_ = false;               // GUARDED_BY(mu_)
+  std::condition_variable queuedMore_;  // queued_ grew, or stopping_
+  std::condition_variable drained_;     // queued_ is empty and labelling_ false
+  std::thread worker_;                  // started by the first queued label; GUARDED_BY(mu_)
 };
 
 struct OverQuotaLabelerOptions {
