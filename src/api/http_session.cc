@@ -1,12 +1,14 @@
 #include "http_session.h"
 
+#include <array>
 #include <exception>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/error.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/write.hpp>
+#include <boost/beast/http/status.hpp>
 #include <spdlog/spdlog.h>
 
 #include "tls_context.h"
@@ -276,22 +278,39 @@ void HttpSession::sendError(int status, std::string_view message) {
 
 void HttpSession::send(Response response, unsigned version, bool keepAlive) {
   parser_.reset();
-  response_ = {};
-  response_.version(version);
-  response_.result(static_cast<unsigned>(response.status));
-  response_.set(http::field::content_type, response.contentType);
-  for (auto& [name, value] : response.headers) response_.set(name, value);
-  response_.body() = std::move(response.body);
-  response_.keep_alive(keepAlive && !stopRequested_ && !hub_.stopping);
-  response_.prepare_payload();
-  closeAfterWrite_ = !response_.keep_alive();
+  keepAlive = keepAlive && !stopRequested_ && !hub_.stopping;
+  closeAfterWrite_ = !keepAlive;
+  body_ = std::move(response.body);
+  // As Beast's response with keep_alive() and prepare_payload() wrote it: HTTP/1.1 says only
+  // "close", HTTP/1.0 only "keep-alive".
+  const auto status = static_cast<unsigned>(response.status);
+  head_.clear();
+  head_ += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  head_ += std::to_string(status);
+  head_ += ' ';
+  head_ += view(http::obsolete_reason(http::int_to_status(status)));
+  head_ += "\r\nContent-Type: ";
+  head_ += response.contentType;
+  for (const auto& [name, value] : response.headers) {
+    head_ += "\r\n";
+    head_ += name;
+    head_ += ": ";
+    head_ += value;
+  }
+  head_ += "\r\nContent-Length: ";
+  head_ += std::to_string(body_.size());
+  if (version == 10 && keepAlive) head_ += "\r\nConnection: keep-alive";
+  if (version != 10 && !keepAlive) head_ += "\r\nConnection: close";
+  head_ += "\r\n\r\n";
   phase_ = Phase::kWriting;
   armTimer(hub_.options.writeTimeout);
-  withStream([this](auto& stream) {
-    http::async_write(stream, response_, [self = shared_from_this()](error_code ec, std::size_t) {
-      self->onWrite(ec);
-    });
-  });
+  auto done = [self = shared_from_this()](error_code ec, std::size_t) { self->onWrite(ec); };
+  if (tls_) {
+    head_ += body_;  // asio's TLS stream writes one buffer per record: one record, not two
+    return asio::async_write(*tls_, asio::buffer(head_), std::move(done));
+  }
+  const std::array<asio::const_buffer, 2> answer{asio::buffer(head_), asio::buffer(body_)};
+  asio::async_write(socket_, answer, std::move(done));
 }
 
 void HttpSession::onWrite(error_code ec) {

@@ -6,6 +6,8 @@
 // moves deadline_, and the timer is moved only when the new deadline is earlier than its expiry
 // (when it fires early it waits again for the deadline in force). A request thus costs no timer
 // system calls and no cancelled waits to complete.
+// The answer is written as its status line, header fields and body in one write (no per-request
+// Beast response, fields or serializer to allocate).
 // Errors before a request is complete are answered (400, 408, 413, 431) with Connection: close; the
 // connection is then closed gracefully (TLS close_notify; TCP half-close and a brief drain) so the
 // client reads the answer instead of a reset.
@@ -124,7 +126,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   const bool overloaded_;
   boost::beast::flat_buffer buffer_;
   std::optional<Parser> parser_;
-  boost::beast::http::response<boost::beast::http::string_body> response_;
+  // The answer being written: its status line and header fields (written by send(), keeping its
+  // capacity from one request to the next), and its body (moved from the handler's Response).
+  // Plain HTTP writes both with one gathered write; TLS appends the body to head_ (one record).
+  std::string head_;
+  std::string body_;
   Phase phase_ = Phase::kHandshake;
   bool stopRequested_ = false;
   bool closeAfterWrite_ = false;

@@ -153,6 +153,34 @@ TEST_F(ServerLimitsTest, ConnectionCloseIsHonoured) {
   EXPECT_TRUE(client.closedByServer());
 }
 
+// The answer's header as Beast wrote it: Content-Type, Content-Length, extra fields (Allow), and
+// Connection as each HTTP version reads it.
+TEST_F(ServerLimitsTest, AnswerHeadersFollowTheRequestsVersion) {
+  HttpClient client(server.port());
+  client.sendRaw("GET /filter HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto reply = client.readReply();
+  EXPECT_EQ(reply.status, 405);
+  EXPECT_EQ(reply.header("Allow"), "POST");
+  EXPECT_EQ(reply.header("Content-Type"), "application/json");
+  EXPECT_EQ(reply.header("Content-Length"), std::to_string(reply.body.size()));
+  EXPECT_EQ(reply.header("Connection"), "") << "HTTP/1.1 keeps the connection unless it says";
+  EXPECT_TRUE(reply.keepAlive);
+  EXPECT_FALSE(reply.body.empty());
+
+  client.sendRaw("GET /healthz HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n\r\n");
+  reply = client.readReply();
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.header("Connection"), "keep-alive");
+  EXPECT_TRUE(reply.keepAlive);
+
+  client.sendRaw("GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n");
+  reply = client.readReply();
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.header("Connection"), "");
+  EXPECT_FALSE(reply.keepAlive) << "HTTP/1.0 closes unless asked to keep the connection";
+  EXPECT_TRUE(client.closedByServer());
+}
+
 // One timer keeps every phase's deadline and is not re-armed per request (it waits for the
 // earliest deadline set, then for the one in force): a connection in use for longer than any
 // timeout is not cut off by a deadline that has passed on, and each phase still gets its own.
