@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include "gpufair/codec/objects.h"
-#include "gpufair/codec/pod_conditions.h"
 #include "gpufair/common/labels.h"
 
 #include "codec_testing.h"
@@ -352,32 +351,6 @@ TEST(DecodePod, Phases) {
     ASSERT_TRUE(r.ok()) << text << ": " << r.error();
     EXPECT_EQ(r->phase, phase) << text;
   }
-}
-
-TEST(DecodePod, SchedulingFailedOnlyWhenPodScheduledIsFalse) {
-  const std::pair<const char*, bool> cases[] = {
-      {R"([{"type":"PodScheduled","status":"False","reason":"Unschedulable"}])", true},
-      {R"([{"type":"Initialized","status":"True"},{"type":"PodScheduled","status":"False"}])",
-       true},
-      {R"([{"type":"PodScheduled","status":"True"}])", false},
-      {R"([{"type":"Ready","status":"False"}])", false},
-      {R"([])", false},
-      {R"(null)", false},
-      {R"("PodScheduled")", false},                              // malformed: ignored
-      {R"([7,{"type":"PodScheduled","status":false}])", false},  // malformed entries: skipped
-  };
-  for (const auto& [conditions, want] : cases) {
-    bool failed = !want;
-    Result<policy::Pod> r = decodePodJson(
-        std::string(R"({"metadata":{"name":"p"},"status":{"phase":"Pending","conditions":)") +
-            conditions + "}}",
-        failed);
-    ASSERT_TRUE(r.ok()) << conditions << ": " << r.error();
-    EXPECT_EQ(failed, want) << conditions;
-  }
-  bool failed = true;
-  ASSERT_TRUE(decodePodJson(R"({"metadata":{"name":"p"}})", failed).ok());
-  EXPECT_FALSE(failed) << "no status";
 }
 
 TEST(DecodePod, OverQuotaOnlyForExactTrue) {
