@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "fgd_support.h"
 #include "score_memo.h"
@@ -36,6 +37,104 @@ double stranded(double freeGpu, double freeCpu, double ratio) {
   return std::max(0.0, freeGpu - std::max(0.0, freeCpu) / ratio);
 }
 
+// What of a node the placeable capacity reads: its GPU model, free CPU and memory as the measure
+// counts them (unlimited when not measured, or when an unknown allocatable is only scored), and
+// each GPU's free milli-GPUs (nodes have at most kMaxGpus GPUs here; more are not counted).
+constexpr int kMaxGpus = 32;
+constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max();
+struct Room {
+  std::int64_t cpu;
+  std::int64_t memory;
+  int count;
+  MilliGpu gpus[kMaxGpus];
+};
+
+Room roomOf(const NodeState& n, const FitOptions& options) {
+  Room r{kUnlimited, kUnlimited, std::min(n.gpuCount(), kMaxGpus), {}};
+  if (options.measuresCpuMemory()) {
+    if (options.checkCpuMemory || n.node().cpuMilli > 0) r.cpu = n.cpuFree();
+    if (options.checkCpuMemory || n.node().memoryBytes > 0) r.memory = n.memoryFree();
+  }
+  for (int j = 0; j < r.count; ++j) r.gpus[j] = n.gpuFree(j);
+  return r;
+}
+
+// `room` after `pod` is placed: CPU and memory less its requests, a whole-GPU pod on the lowest
+// fully free GPUs, a fractional one on the node's best-fit GPU.
+Room roomAfter(Room r, const NodeState& n, const Pod& pod) {
+  if (r.cpu != kUnlimited) r.cpu -= pod.cpuMilli;
+  if (r.memory != kUnlimited) r.memory -= pod.memoryBytes;
+  if (pod.isFractional()) {
+    const int j = n.bestFitGpu(pod.gpuShare);
+    if (j >= 0 && j < r.count) r.gpus[j] -= pod.gpuShare;
+  } else {
+    MilliGpu left = pod.gpus;
+    for (int j = 0; j < r.count && left > 0; ++j) {
+      if (r.gpus[j] == kMilliPerGpu) {
+        r.gpus[j] = 0;
+        left -= kMilliPerGpu;
+      }
+    }
+  }
+  return r;
+}
+
+// How many pods of `shape` fit in `room` at once on a node of `model`.
+double copies(const PodShape& shape, std::string_view model, const Room& room) {
+  if (!shape.gpuModels.empty() && !shape.allowsModel(model)) return 0;
+  double k = std::numeric_limits<double>::max();
+  if (shape.cpuMilli > 0 && room.cpu != kUnlimited) {
+    k = std::floor(static_cast<double>(std::max<std::int64_t>(0, room.cpu)) /
+                   static_cast<double>(shape.cpuMilli));
+  }
+  if (shape.memoryBytes > 0 && room.memory != kUnlimited) {
+    k = std::min(k, std::floor(static_cast<double>(std::max<std::int64_t>(0, room.memory)) /
+                               static_cast<double>(shape.memoryBytes)));
+  }
+  double g = 0;
+  if (shape.isFractional()) {
+    for (int j = 0; j < room.count; ++j) {
+      g += std::floor(static_cast<double>(room.gpus[j]) / static_cast<double>(shape.gpuShare));
+    }
+  } else {
+    int whole = 0;
+    for (int j = 0; j < room.count; ++j) whole += room.gpus[j] == kMilliPerGpu ? 1 : 0;
+    g = std::floor(static_cast<double>(whole) / std::max(1, shape.gpuCount));
+  }
+  return std::min(k, g);
+}
+
+// The `limit` GPU shapes of `workload` with most weight x milli-GPUs, with that product.
+struct Demand {
+  const PodShape* shape;
+  double milli;  // weight x milli-GPUs
+};
+std::vector<Demand> topDemand(const Workload& workload, int limit) {
+  std::vector<Demand> top;
+  for (const auto& w : workload.shapes()) {
+    if (w.shape.totalGpus() <= 0) continue;
+    top.push_back({&w.shape, w.weight * static_cast<double>(w.shape.totalGpus())});
+  }
+  const auto k = std::min(top.size(), static_cast<std::size_t>(std::max(0, limit)));
+  std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(k), top.end(),
+                    [](const Demand& a, const Demand& b) { return a.milli > b.milli; });
+  top.resize(k);
+  return top;
+}
+
+double capacityLoss(const NodeState& n, const Pod& pod, std::span<const Demand> top,
+                    const FitOptions& options) {
+  if (top.empty()) return 0;
+  const Room before = roomOf(n, options);
+  const Room after = roomAfter(before, n, pod);
+  const std::string_view model = n.node().gpuModel;
+  double loss = 0;
+  for (const Demand& d : top) {
+    loss += d.milli * (copies(*d.shape, model, before) - copies(*d.shape, model, after));
+  }
+  return loss;
+}
+
 class FgdmScorer final : public Scorer {
  public:
   FgdmScorer(WorkloadPtr workload, FgdmTuning tuning)
@@ -62,7 +161,12 @@ class FgdmScorer final : public Scorer {
     constexpr double kStrandBound = 0.9 * kQuantum / kStrandWeight;
     // Reads only what detail::sameScoreInputs compares (with the node's free CPU while the
     // stranding ties are on): one score per node shape.
-    const bool readsCpuFree = ratio > 0;
+    std::vector<Demand> top;
+    if (pod.gpus > 0 && tuning_.capacityWeight != 0 &&
+        (tuning_.capacityCpuBound <= 0 || cpuBinds(snapshot, tuning_.capacityCpuBound))) {
+      top = topDemand(*workload, tuning_.capacityShapes);
+    }
+    const bool readsCpuFree = ratio > 0 || !top.empty();
     detail::scoreDistinct(
         nodes, snapshot.fitOptions(), out,
         [&](const NodeState& n) {
@@ -71,6 +175,7 @@ class FgdmScorer final : public Scorer {
             delta += tuning_.scarcityWeight * pressure.of(n.node().gpuModel) *
                      static_cast<double>(pod.gpus);
           }
+          delta += tuning_.capacityWeight * capacityLoss(n, pod, top, snapshot.fitOptions());
           double s = paperScore(delta) * kQuantum;
           if (ratio > 0) {
             const double g = static_cast<double>(n.free());
@@ -167,6 +272,12 @@ double cpuPerGpu(const Workload& workload) {
 
 double cpuStrandedGpus(const NodeState& node, double ratio) {
   return stranded(static_cast<double>(node.free()), static_cast<double>(node.cpuFree()), ratio);
+}
+
+double placeableCapacityLoss(const NodeState& node, const Pod& pod, const Workload& workload,
+                             const FitOptions& options, int shapes) {
+  const std::vector<Demand> top = topDemand(workload, shapes);
+  return capacityLoss(node, pod, top, options);
 }
 
 ScorerPtr makeFgdmScorer(WorkloadPtr workload, FgdmTuning tuning) {

@@ -86,7 +86,8 @@ namespace {
 constexpr ScorerInfo kRegistry[] = {
     {"fgdm",
      "fgd that keeps pods off the GPU models restricted pods need, breaks GPU pods' ties by the "
-     "GPUs their CPU strands and CPU-only pods' by best fit (default; see fgdm_scorer.h)",
+     "GPUs their CPU strands and CPU-only pods' by best fit, and while CPU binds charges a GPU "
+     "pod the workload's placeable capacity it takes (default; see fgdm_scorer.h)",
      [](const ScorerOptions& o) { return makeFgdmScorer(o.workload); }},
     {"blockfit", "keeps large free GPU blocks whole: breaking a scarce block costs most",
      [](const ScorerOptions&) { return makeBlockFitScorer(); }},

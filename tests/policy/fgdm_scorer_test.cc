@@ -95,16 +95,18 @@ SnapshotPtr oneBusyNode(double cores) {
 
 TEST(FgdmScorer, GpuPodTiesGoToTheTighterNodeWhileCpuBindsIfAsked) {
   // 8 of 20 cores (0.4) and 1 of 16 GPUs (0.0625) allocated: 0.4 >= 0.95 x 0.0625, CPU binds.
-  // Against 2-GPU pods nothing strands (dF = 0, 50; the workload asks no CPU, so no GPU is
-  // CPU-stranded): best fit, n1 (5000 left) over n2 (6000). Off by default (cpuBoundRatio 0).
+  // Against 2-GPU pods nothing strands (dF = 0; the workload asks no CPU, so no GPU is
+  // CPU-stranded), but CPU binds, so the capacity term counts: each node loses one copy of the
+  // 2-GPU shape (7 -> 5 and 8 -> 6 free GPUs: 3 -> 2, 4 -> 3), 2000 x 0.5 = +1000 growth, 26.
+  // Then best fit, n1 (5000 left) over n2 (6000). Off by default (cpuBoundRatio 0).
   auto raw = rawScores(*makeFgdmScorer(workloadOf({{whole(2), 1.0}}), cpuBoundBestFit()),
                        *oneBusyNode(8), MakePod("t", "p").gpus(2));
-  EXPECT_DOUBLE_EQ(raw[0], 50e4 - 5000.0 / 8001);
-  EXPECT_DOUBLE_EQ(raw[1], 50e4 - 6000.0 / 8001);
+  EXPECT_DOUBLE_EQ(raw[0], 26e4 - 5000.0 / 8001);
+  EXPECT_DOUBLE_EQ(raw[1], 26e4 - 6000.0 / 8001);
   raw = rawScores(*makeFgdmScorer(workloadOf({{whole(2), 1.0}})), *oneBusyNode(8),
                   MakePod("t", "p").gpus(2));
-  EXPECT_DOUBLE_EQ(raw[0], 50e4);
-  EXPECT_DOUBLE_EQ(raw[1], 50e4);
+  EXPECT_DOUBLE_EQ(raw[0], 26e4);
+  EXPECT_DOUBLE_EQ(raw[1], 26e4);
 }
 
 TEST(FgdmScorer, GpuPodTiesAreLeftToTheCallerWhileGpusBind) {

@@ -23,6 +23,15 @@
 //   3. Ties of pods without GPUs (their delta is 0 wherever the CPU and memory they take strand
 //      no GPU) broken by best fit: the node with the fewest free GPUs (as a fraction of the
 //      node's), so the CPU such a pod takes strands the fewest GPUs.
+//   4. While CPU binds (the cluster's CPU allocated fraction >= capacityCpuBound x its GPU
+//      allocated fraction), a GPU pod also pays for the workload's placeable capacity it takes
+//      from the node: over the capacityShapes GPU shapes with the most GPU demand (weight x
+//      GPUs), copies_s(node) is how many pods of shape s the node's free GPUs, CPU and memory
+//      hold at once, and the loss is sum_s weight_s x milli-GPUs_s x (copies_s before - after).
+//      capacityWeight x that loss is added to the growth before quantization. A pod that takes
+//      CPU a CPU-heavy shape needs, where that CPU is what limits the shape, costs more than one
+//      that takes GPUs the node's CPU could not feed anyway (what fgd's fragmentation, which
+//      only asks whether one copy still fits, cannot tell while the node keeps room for one).
 //   Optional, off by default (measured worse, bench/RESULTS.md "fgdm with CPU-stranding ties"):
 //   best fit for every pod's ties (bestFitTies), and for GPU pods while the cluster's CPU is
 //   as allocated as its GPUs (cpuBoundRatio > 0: CPU allocated fraction >= cpuBoundRatio x GPU
@@ -46,6 +55,9 @@ struct FgdmTuning {
   bool bestFitTies = false;     // ties of every pod: least free GPU left on the node
   bool gpuLessBestFitTies = true;  // ties of pods without GPUs: least free GPU on the node
   double cpuBoundRatio = 0;        // best fit for GPU pods' ties while CPU binds; <= 0: never
+  double capacityWeight = 0.5;     // the placeable-capacity term (see 4.); 0: off
+  double capacityCpuBound = 0.95;  // ... only while CPU binds at this ratio; <= 0: always
+  int capacityShapes = 16;         // the shapes it counts, by GPU demand
 };
 
 // The milli-CPU the workload's GPU shapes ask per milli-GPU (popularity-weighted; shapes without
@@ -53,6 +65,14 @@ struct FgdmTuning {
 // max(0, free milli-GPUs - free milli-CPU / ratio); 0 when the ratio is 0. Exposed for tests.
 double cpuPerGpu(const Workload& workload);
 double cpuStrandedGpus(const NodeState& node, double cpuPerGpu);
+
+// Placeable capacity (see 4.) that placing `pod` on `node` takes away, in milli-GPUs: over the
+// `shapes` GPU shapes of `workload` with most weight x GPUs, weight x milli-GPUs x (copies the
+// node holds now - copies it holds after). CPU and memory count when `options` measures them.
+// A whole-GPU pod takes the lowest fully free GPUs, a fractional one its best-fit GPU.
+// Exposed for tests.
+double placeableCapacityLoss(const NodeState& node, const Pod& pod, const Workload& workload,
+                             const FitOptions& options, int shapes = 16);
 
 ScorerPtr makeFgdmScorer(WorkloadPtr workload = nullptr, FgdmTuning tuning = {});
 
