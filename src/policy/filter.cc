@@ -87,7 +87,7 @@ FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
   const NodeShapes* shapes = snapshot.nodeShapes();
   auto nodeAt = [&](std::size_t i) -> const NodeState* {
     const std::ptrdiff_t at = positions[i];
-    return at < 0 ? nullptr : nodes[static_cast<std::size_t>(at)].get();
+    return at < 0 ? nullptr : nodes[static_cast<std::size_t>(at)];
   };
   if (shapes == nullptr) {
     return filterFound(snapshot, pod, candidates, nodeAt, 0, [](std::size_t) { return kOwnShape; });
@@ -291,7 +291,7 @@ std::vector<std::size_t> rankFeasible(const ClusterSnapshot& snapshot, const Pod
       return rankCandidates(snapshot, pod, feasible, scorer, limit);
     }
     at.push_back(static_cast<std::size_t>(positions[j++]));
-    fitting.nodes.push_back(nodes[at.back()].get());
+    fitting.nodes.push_back(nodes[at.back()]);
     fitting.where.push_back(i);
   }
   const NodeShapes* shapes = snapshot.nodeShapes();

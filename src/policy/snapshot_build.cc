@@ -64,24 +64,24 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<Po
 ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending,
                                  QuotaConfig quota, std::uint64_t generation,
                                  SnapshotOptions options)
-    : ClusterSnapshot(nullptr, std::move(nodes), {},
+    : ClusterSnapshot(nullptr, nodes, {},
                       std::make_shared<const std::vector<PodPtr>>(std::move(pending)),
                       std::move(quota), generation, std::move(options)) {}
 
-ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot* previous, std::vector<NodeStatePtr> nodes,
+ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot* previous,
+                                 std::span<const NodeStatePtr> nodes,
                                  std::span<const std::size_t> changed,
                                  std::shared_ptr<const std::vector<PodPtr>> pending,
                                  QuotaConfig quota, std::uint64_t generation,
                                  SnapshotOptions options)
-    : nodes_(std::move(nodes)),
-      pending_(pending ? std::move(pending) : std::make_shared<const std::vector<PodPtr>>()),
+    : pending_(pending ? std::move(pending) : std::make_shared<const std::vector<PodPtr>>()),
       quota_(std::move(quota)),
       generation_(generation),
       options_(std::move(options)) {
   std::vector<std::size_t> distinct(changed.begin(), changed.end());
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  if (previous != nullptr && !matches(*previous, nodes_, distinct)) previous = nullptr;
+  if (previous != nullptr && !matches(*previous, nodes, distinct)) previous = nullptr;
   // Shapes are numbered for these nodes: the previous snapshot's say nothing of changed nodes.
   if (previous != nullptr && options_.shapes != nullptr &&
       options_.shapes == previous->options_.shapes && !distinct.empty()) {
@@ -89,9 +89,9 @@ ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot* previous, std::vector<No
   }
   if (previous == nullptr) {
     distinct.clear();
-    indexNodes();
+    indexNodes(nodes);
   } else {
-    updateNodes(*previous, distinct);
+    updateNodes(*previous, nodes, distinct);
   }
   const bool reservationsShared = indexReservations(previous, distinct);
   sumQueues(previous, distinct);
@@ -108,11 +108,24 @@ void ClusterSnapshot::addTotals(const NodeState& n) {
   maxNodeMemory_ = std::max(maxNodeMemory_, n.node().memoryBytes);
 }
 
-void ClusterSnapshot::indexNodes() {
+void ClusterSnapshot::indexNodes(std::span<const NodeStatePtr> nodes) {
   auto byName = [](const NodeStatePtr& a, const NodeStatePtr& b) { return a->name() < b->name(); };
-  if (!std::is_sorted(nodes_.begin(), nodes_.end(), byName)) {
-    std::sort(nodes_.begin(), nodes_.end(), byName);
+  std::vector<NodeStatePtr> sorted(nodes.begin(), nodes.end());
+  if (!std::is_sorted(sorted.begin(), sorted.end(), byName)) {
+    std::sort(sorted.begin(), sorted.end(), byName);
     options_.shapes = nullptr;  // given in the order the nodes came in, not this one
+  }
+  nodes_.reserve(sorted.size());
+  owners_.reserve((sorted.size() + kNodeChunk - 1) / kNodeChunk);
+  for (std::size_t begin = 0; begin < sorted.size(); begin += kNodeChunk) {
+    const std::size_t end = std::min(sorted.size(), begin + kNodeChunk);
+    auto chunk = std::make_shared<NodeChunk>();
+    chunk->reserve(end - begin);
+    for (std::size_t i = begin; i < end; ++i) {
+      nodes_.push_back(sorted[i].get());
+      chunk->push_back(std::move(sorted[i]));
+    }
+    owners_.push_back(std::move(chunk));
   }
   auto index = std::make_shared<NodeIndex>();
   std::size_t slotCount = 8;
@@ -138,7 +151,22 @@ void ClusterSnapshot::indexNodes() {
 }
 
 void ClusterSnapshot::updateNodes(const ClusterSnapshot& previous,
+                                  std::span<const NodeStatePtr> nodes,
                                   std::span<const std::size_t> changed) {
+  nodes_ = previous.nodes_;
+  owners_ = previous.owners_;
+  std::size_t copied = owners_.size();  // the chunk last copied (`changed` is sorted)
+  std::shared_ptr<NodeChunk> chunk;
+  for (std::size_t i : changed) {
+    const std::size_t c = i / kNodeChunk;
+    if (c != copied) {
+      chunk = std::make_shared<NodeChunk>(*owners_[c]);
+      owners_[c] = chunk;
+      copied = c;
+    }
+    (*chunk)[i % kNodeChunk] = nodes[i];
+    nodes_[i] = nodes[i].get();
+  }
   index_ = previous.index_;
   capacity_ = previous.capacity_;
   allocated_ = previous.allocated_;

@@ -153,7 +153,8 @@ TEST(CandidatePositions, FindsEveryNameWhereTheIndexDoesAndFiltersAlike) {
       const int what = static_cast<int>(rng() % 10);
       if (what == 0) {
         // A change to one node: the next snapshot shares the node index.
-        std::vector<NodeStatePtr> nodes(snap->nodes().begin(), snap->nodes().end());
+        std::vector<NodeStatePtr> nodes;  // the snapshot's nodes, kept alive by the snapshot
+        for (const NodeState* n : snap->nodes()) nodes.emplace_back(snap, n);
         const std::size_t at = rng() % nodes.size();
         nodes[at] = std::make_shared<const NodeState>(nodes[at]->node(), std::vector<PodPtr>{}, 2);
         const std::size_t changed[] = {at};

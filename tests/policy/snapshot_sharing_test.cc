@@ -1,5 +1,6 @@
 // ClusterSnapshot built from the previous one and the changed nodes: the same snapshot as a full
 // build, sharing what did not change, and never touching the previous one (snapshot.h).
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <random>
@@ -181,19 +182,60 @@ TEST(SnapshotSharing, NodesThatDoNotMatchThePreviousSnapshotAreBuiltInFull) {
   const ClusterSnapshot previous({a}, {}, QuotaConfig{}, 1);
   const std::vector<std::size_t> changed = {0};
   // Another node count, then another name at a changed index, then an index out of range.
-  const ClusterSnapshot more(&previous, {a, b}, changed, nullptr, QuotaConfig{}, 2, {});
+  const ClusterSnapshot more(&previous, std::vector<NodeStatePtr>{a, b}, changed, nullptr,
+                             QuotaConfig{}, 2, {});
   EXPECT_FALSE(more.sharesNodeIndexWith(previous));
   EXPECT_EQ(more.capacity(), gpus(12));
   EXPECT_EQ(more.nodeIndex("b"), 1);
-  const ClusterSnapshot renamed(&previous, {b}, changed, nullptr, QuotaConfig{}, 2, {});
+  const ClusterSnapshot renamed(&previous, std::vector<NodeStatePtr>{b}, changed, nullptr,
+                                QuotaConfig{}, 2, {});
   EXPECT_FALSE(renamed.sharesNodeIndexWith(previous));
   EXPECT_EQ(renamed.nodeIndex("a"), -1);
   EXPECT_EQ(renamed.capacity(), gpus(4));
   const std::vector<std::size_t> outOfRange = {3};
-  const ClusterSnapshot wrong(&previous, {a}, outOfRange, nullptr, QuotaConfig{}, 2, {});
+  const ClusterSnapshot wrong(&previous, std::vector<NodeStatePtr>{a}, outOfRange, nullptr,
+                              QuotaConfig{}, 2, {});
   EXPECT_FALSE(wrong.sharesNodeIndexWith(previous));
   EXPECT_EQ(wrong.capacity(), gpus(8));
   EXPECT_TRUE(wrong.pending().empty());
+}
+
+// The snapshot owns its nodes (in chunks shared with the snapshot before it): they outlive the
+// caller's list and the previous snapshot, and a change replaces nodes only in the new snapshot.
+TEST(SnapshotSharing, ASnapshotOwnsItsNodesWhenTheListAndThePreviousSnapshotAreGone) {
+  auto node = [](int i, double gpuCount, std::uint64_t generation) {
+    char name[8];
+    std::snprintf(name, sizeof name, "n%03d", i);
+    return std::make_shared<const NodeState>(MakeNode(name).gpus(gpuCount), std::vector<PodPtr>{},
+                                             generation);
+  };
+  std::vector<NodeStatePtr> states;
+  for (int i = 0; i < 150; ++i) states.push_back(node(i, 8, 1));
+  SnapshotPtr first =
+      std::make_shared<const ClusterSnapshot>(states, std::vector<PodPtr>{}, QuotaConfig{}, 1);
+  states[3] = node(3, 4, 2);
+  states[130] = node(130, 2, 2);
+  const std::vector<std::size_t> changed = {130, 3};  // in two chunks, in any order
+  const SnapshotPtr second = std::make_shared<const ClusterSnapshot>(
+      first.get(), states, changed, nullptr, QuotaConfig{}, 2, SnapshotOptions{});
+  states.clear();
+  ASSERT_TRUE(second->sharesNodeIndexWith(*first));
+  EXPECT_EQ(first->nodes()[3]->allocatable(), gpus(8));
+  EXPECT_EQ(first->nodes()[130]->allocatable(), gpus(8));
+  EXPECT_EQ(first->capacity(), gpus(150 * 8));
+  first.reset();
+  ASSERT_EQ(second->nodes().size(), 150u);
+  MilliGpu sum = 0;
+  for (std::size_t i = 0; i < second->nodes().size(); ++i) {
+    const NodeState& n = *second->nodes()[i];
+    EXPECT_EQ(second->nodeIndex(n.name()), static_cast<std::ptrdiff_t>(i));
+    EXPECT_EQ(n.generation(), i == 3 || i == 130 ? 2u : 1u) << n.name();
+    sum += n.allocatable();
+  }
+  EXPECT_EQ(second->nodes()[3]->allocatable(), gpus(4));
+  EXPECT_EQ(second->nodes()[130]->allocatable(), gpus(2));
+  EXPECT_EQ(sum, gpus(148 * 8 + 6));
+  EXPECT_EQ(second->capacity(), sum);
 }
 
 }  // namespace

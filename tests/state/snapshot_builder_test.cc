@@ -92,7 +92,7 @@ TEST_F(SnapshotBuilderTest, OnlyDirtyNodesAreRebuilt) {
           std::find(c.rebuilt.begin(), c.rebuilt.end(), node->name()) != c.rebuilt.end();
       const policy::NodeState* now = after->findNode(node->name());
       ASSERT_NE(now, nullptr);
-      EXPECT_EQ(now != node.get(), rebuilt) << node->name();
+      EXPECT_EQ(now != node, rebuilt) << node->name();
       EXPECT_EQ(now->generation(), rebuilt ? after->generation() : node->generation());
     }
   }
