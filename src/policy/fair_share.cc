@@ -290,7 +290,7 @@ FairShareInput fairShareInput(const QueueState& queue) {
 namespace {
 
 bool countedPending(const ClusterSnapshot& snapshot, const Pod& pod) {
-  const auto pending = snapshot.pending();
+  const auto& pending = snapshot.pending();
   return !pod.uid.empty() && std::any_of(pending.begin(), pending.end(), [&](const PodPtr& p) {
     return p->uid == pod.uid && p->queue == pod.queue && p->gpus >= pod.gpus;
   });

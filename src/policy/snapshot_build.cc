@@ -25,29 +25,6 @@ bool matches(const ClusterSnapshot& previous, std::span<const NodeStatePtr> node
   });
 }
 
-// Where two pending lists differ: what is left of each after their longest common prefix and
-// suffix of the same pod objects. Found by comparing pointers only (no pod is read), so the usual
-// change, one pod added or removed, costs a walk over pointers rather than a visit to every pod.
-// Sums over a list are the other's sums less `removed`'s plus `added`'s, in any order.
-struct PendingChange {
-  std::span<const PodPtr> removed;
-  std::span<const PodPtr> added;
-};
-
-PendingChange pendingChange(std::span<const PodPtr> before, std::span<const PodPtr> after) {
-  std::size_t prefix = 0;
-  while (prefix < before.size() && prefix < after.size() && before[prefix] == after[prefix]) {
-    ++prefix;
-  }
-  std::size_t suffix = 0;
-  while (suffix < before.size() - prefix && suffix < after.size() - prefix &&
-         before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) {
-    ++suffix;
-  }
-  return {before.subspan(prefix, before.size() - prefix - suffix),
-          after.subspan(prefix, after.size() - prefix - suffix)};
-}
-
 bool holdsReservations(const NodeState& n) {
   return !n.reservations().empty();
 }
@@ -64,17 +41,15 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<Po
 ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending,
                                  QuotaConfig quota, std::uint64_t generation,
                                  SnapshotOptions options)
-    : ClusterSnapshot(nullptr, nodes, {},
-                      std::make_shared<const std::vector<PodPtr>>(std::move(pending)),
+    : ClusterSnapshot(nullptr, nodes, {}, std::make_shared<const PendingPods>(pending),
                       std::move(quota), generation, std::move(options)) {}
 
 ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot* previous,
                                  std::span<const NodeStatePtr> nodes,
                                  std::span<const std::size_t> changed,
-                                 std::shared_ptr<const std::vector<PodPtr>> pending,
-                                 QuotaConfig quota, std::uint64_t generation,
-                                 SnapshotOptions options)
-    : pending_(pending ? std::move(pending) : std::make_shared<const std::vector<PodPtr>>()),
+                                 std::shared_ptr<const PendingPods> pending, QuotaConfig quota,
+                                 std::uint64_t generation, SnapshotOptions options)
+    : pending_(pending ? std::move(pending) : std::make_shared<const PendingPods>()),
       quota_(std::move(quota)),
       generation_(generation),
       options_(std::move(options)) {
@@ -388,7 +363,7 @@ void ClusterSnapshot::indexGangs(const ClusterSnapshot* previous,
     const PendingChange change = previous->pending_ == pending_
                                      ? PendingChange{}
                                      : pendingChange(*previous->pending_, *pending_);
-    auto gangMember = [](const PodPtr& pod) { return pod->inGang(); };
+    auto gangMember = [](const Pod* pod) { return pod->inGang(); };
     if (std::none_of(change.removed.begin(), change.removed.end(), gangMember) &&
         std::none_of(change.added.begin(), change.added.end(), gangMember)) {
       gangs_ = previous->gangs_;

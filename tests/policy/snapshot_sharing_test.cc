@@ -61,12 +61,19 @@ class Cluster {
     for (int i = 0; i < 10; ++i) {
       nodes_.push_back(MakeNode("n" + std::to_string(i)).gpus(i % 3 == 0 ? 4 : 8).cpu(32));
     }
-    pending_ = std::make_shared<const std::vector<PodPtr>>();
+    // Enough pending pods for several chunks, so a change shares the chunks it does not touch.
+    PendingPods waiting;
+    for (int i = 0; i < 200; ++i) {
+      waiting.insert(waiting.positionOf(waiting.size()),
+                     resolve(MakePod("team-a", "q" + std::to_string(i)).gpus(1 + i % 2)));
+    }
+    pending_ = std::make_shared<const PendingPods>(std::move(waiting));
     for (std::size_t i = 0; i < nodes_.size(); ++i) states_.push_back(stateOf(i));
   }
 
   SnapshotPtr full() const {
-    return std::make_shared<const ClusterSnapshot>(states_, *pending_, quota_, generation_);
+    return std::make_shared<const ClusterSnapshot>(
+        states_, std::vector<PodPtr>(pending_->begin(), pending_->end()), quota_, generation_);
   }
   SnapshotPtr next(const ClusterSnapshot& previous, const std::vector<std::size_t>& changed) {
     return std::make_shared<const ClusterSnapshot>(&previous, states_, changed, pending_, quota_,
@@ -95,15 +102,15 @@ class Cluster {
       case 2:
       case 3: {  // a pending pod arrives, or one leaves; no node changes
         changed.clear();
-        auto list = *pending_;
+        PendingPods list = *pending_;  // the pod cache's way: edit a copy, publish it
         if (rng() % 2 == 0 || list.empty()) {
           auto pod = MakePod("team-b", "w" + std::to_string(seq_++)).gpus(1);
           if (rng() % 2 == 0) pod.gang("g" + std::to_string(rng() % 2), 3);
-          list.push_back(resolve(pod));
+          list.insert(list.positionOf(rng() % (list.size() + 1)), resolve(pod));
         } else {
-          list.erase(list.begin() + rng() % list.size());
+          list.erase(list.positionOf(rng() % list.size()));
         }
-        pending_ = std::make_shared<const std::vector<PodPtr>>(std::move(list));
+        pending_ = std::make_shared<const PendingPods>(std::move(list));
         pendingChanged = true;
         break;
       }
@@ -142,7 +149,7 @@ class Cluster {
   std::vector<Node> nodes_;
   std::map<std::size_t, std::vector<PodPtr>> pods_;
   std::map<std::size_t, std::vector<Reservation>> held_;
-  std::shared_ptr<const std::vector<PodPtr>> pending_;
+  std::shared_ptr<const PendingPods> pending_;
   std::vector<NodeStatePtr> states_;
   std::uint64_t generation_ = 1;
   int seq_ = 0;
@@ -163,7 +170,8 @@ TEST(SnapshotSharing, TheNextSnapshotEqualsAFullBuildAndLeavesThePreviousUnchang
       ASSERT_EQ(describe(*next), describe(*cluster.full())) << "step " << i;
       EXPECT_TRUE(next->sharesNodeIndexWith(*current));
       if (!pendingChanged) {
-        EXPECT_EQ(next->pending().data(), current->pending().data()) << "pending shared";
+        // (The first snapshot is a full build with a list of its own.)
+        if (i > 0) EXPECT_TRUE(next->sharesPendingWith(*current)) << "pending shared";
         EXPECT_EQ(next->findQueue("team-b")->pendingPods,
                   current->findQueue("team-b")->pendingPods);
       }

@@ -18,6 +18,7 @@
 #include "gpufair/common/quota.h"
 #include "gpufair/policy/model.h"
 #include "gpufair/policy/node_shape.h"
+#include "gpufair/policy/pending_pods.h"
 #include "gpufair/policy/reservation.h"
 
 namespace gpufair::policy {
@@ -230,14 +231,14 @@ class ClusterSnapshot {
   // from the changed nodes: O(changed x log nodes + queues) plus one copy of the node pointers
   // and free-GPU list (plain copies: no reference counting, hashing, sorting or string work;
   // ownership is shared in chunks, see owners_). Only the changed entries of `nodes` are read.
-  // `pending` is shared as is (null: none); when it is previous's list its queue and gang sums are
-  // reused, otherwise they are summed again (O(pending)). previous == nullptr, or nodes that do not
-  // match it (other names or count, out-of-range indices), build everything as the constructor
-  // above does; the result is the same either way. `previous` is only read during construction.
+  // `pending` is shared as is (null: none); its queue and gang sums are previous's updated by
+  // what differs between the two lists (pendingChange: O(chunks) when they share most chunks).
+  // previous == nullptr, or nodes that do not match it (other names or count, out-of-range
+  // indices), build everything as the constructor above does; the result is the same either way.
+  // `previous` is only read during construction.
   ClusterSnapshot(const ClusterSnapshot* previous, std::span<const NodeStatePtr> nodes,
-                  std::span<const std::size_t> changed,
-                  std::shared_ptr<const std::vector<PodPtr>> pending, QuotaConfig quota,
-                  std::uint64_t generation, SnapshotOptions options);
+                  std::span<const std::size_t> changed, std::shared_ptr<const PendingPods> pending,
+                  QuotaConfig quota, std::uint64_t generation, SnapshotOptions options);
 
   std::uint64_t generation() const { return generation_; }
   // Sorted by name. The snapshot owns them (see owners_).
@@ -245,7 +246,10 @@ class ClusterSnapshot {
   const NodeState* findNode(std::string_view name) const;
   // The node's index in nodes(); -1 when there is no such node.
   std::ptrdiff_t nodeIndex(std::string_view name) const;
-  std::span<const PodPtr> pending() const { return *pending_; }
+  // Unbound pods that want GPUs, by the pod cache's key (uid).
+  const PendingPods& pending() const { return *pending_; }
+  // Whether this snapshot's pending list is `other`'s (shared, not copied). For tests.
+  bool sharesPendingWith(const ClusterSnapshot& other) const { return pending_ == other.pending_; }
   const QuotaConfig& quotaConfig() const { return quota_; }
   std::span<const QueueState> queues() const { return queues_; }  // configured queues, then default
   const QueueState* findQueue(std::string_view name) const;
@@ -334,7 +338,7 @@ class ClusterSnapshot {
   std::vector<std::shared_ptr<const NodeChunk>> owners_;
   std::vector<const NodeState*> nodes_;
   std::shared_ptr<const NodeIndex> index_;
-  std::shared_ptr<const std::vector<PodPtr>> pending_;  // never null
+  std::shared_ptr<const PendingPods> pending_;  // never null
   QuotaConfig quota_;
   std::vector<QueueState> queues_;
   std::vector<QueueOwn> own_;                                     // same order as queues_
