@@ -123,18 +123,23 @@ std::span<const std::ptrdiff_t> CandidatePositions::resolve(
   // goes on after it; any other name is looked up.
   constexpr std::size_t kLookAhead = 8;
   std::size_t j = 0;
+  bool same = candidates.size() == ends_.size();  // so far, name i was the previous list's i
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const std::string_view name = candidates[i];
     std::size_t k = j;
     while (k < ends_.size() && k <= j + kLookAhead && previousName(k) != name) ++k;
     if (k < ends_.size() && k <= j + kLookAhead) {
       positions_[i] = previous_[k];
+      same = same && k == i;
       j = k + 1;
       continue;
     }
     positions_[i] = snapshot->nodeIndex(name);
     ++lookedUp_;
+    same = false;
   }
+  // The very list of the last call: what is remembered is already this list.
+  if (same) return positions_;
   names_.clear();
   ends_.clear();
   for (std::string_view name : candidates) {
@@ -211,26 +216,40 @@ FittingScores scoreFitting(const ClusterSnapshot& snapshot, const Pod& pod,
 // `fitting` (last), in the candidates' order. Only the first `limit` are ordered and returned.
 std::vector<std::size_t> placementOrder(const FittingScores& fitting, const Pod& pod,
                                         std::size_t candidates, std::size_t limit) {
-  std::vector<std::size_t> order(fitting.where.size());
-  for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
+  const std::size_t fitCount = fitting.where.size();
   auto reserved = [&](std::size_t j) {
     return fitting.holds && fitting.nodes[j]->reservedFor(pod) > 0;
   };
-  // A stable sort's order: ties by position. Only the first `limit` are sorted.
-  const std::size_t sorted = std::min(limit, order.size());
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(),
-                    [&](std::size_t a, std::size_t b) {
-                      if (reserved(a) != reserved(b)) return reserved(a);
-                      if (fitting.raw[a] != fitting.raw[b]) return fitting.raw[a] > fitting.raw[b];
-                      return a < b;
-                    });
+  // A stable sort's order: ties by position (a strict total order, so any way of finding the
+  // first `limit` gives the same). Only the first `limit` are sorted.
+  auto before = [&](std::size_t a, std::size_t b) {
+    if (reserved(a) != reserved(b)) return reserved(a);
+    if (fitting.raw[a] != fitting.raw[b]) return fitting.raw[a] > fitting.raw[b];
+    return a < b;
+  };
+  const std::size_t sorted = std::min(limit, fitCount);
+  std::vector<std::size_t> order;
+  constexpr std::size_t kSelect = 8;
+  if (sorted <= kSelect) {
+    // A few of many (best and top-k modes): one pass keeping the best so far, in order.
+    order.reserve(sorted + 1);
+    for (std::size_t j = 0; j < fitCount; ++j) {
+      if (order.size() == sorted && (sorted == 0 || !before(j, order.back()))) continue;
+      order.insert(std::upper_bound(order.begin(), order.end(), j, before), j);
+      if (order.size() > sorted) order.pop_back();
+    }
+  } else {
+    order.resize(fitCount);
+    for (std::size_t j = 0; j < fitCount; ++j) order[j] = j;
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(sorted),
+                      order.end(), before);
+  }
   std::vector<std::size_t> ranked;
   ranked.reserve(std::min(limit, candidates));
+  for (std::size_t k = 0; k < sorted; ++k) ranked.push_back(fitting.where[order[k]]);
+  if (ranked.size() == limit || ranked.size() == candidates) return ranked;
   std::vector<bool> seen(candidates, false);
-  for (std::size_t k = 0; k < sorted; ++k) {
-    ranked.push_back(fitting.where[order[k]]);
-    seen[fitting.where[order[k]]] = true;
-  }
+  for (std::size_t i : ranked) seen[i] = true;
   for (std::size_t i = 0; i < candidates && ranked.size() < limit; ++i) {
     if (!seen[i]) ranked.push_back(i);
   }

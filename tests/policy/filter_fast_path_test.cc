@@ -101,6 +101,34 @@ TEST(RankFeasible, GivesRankCandidatesOrderOverTheFeasibleNames) {
   EXPECT_EQ(ranked, 30 * 2 * 3 * 7 * 3);
 }
 
+// A limit finds its first nodes in one pass (a few) or by a partial sort (many): either way the
+// first `limit` of the whole order, reserved nodes, ties and the nodes that do not fit included.
+TEST(RankCandidates, ALimitGivesTheFirstNodesOfTheWholeOrder) {
+  std::vector<Pod> pods = testing::filterEquivalencePods();
+  int compared = 0;
+  for (std::uint32_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937 rng(seed);
+    const RandomCluster c = randomCluster(rng, seed % 2 == 0);
+    const std::vector<std::string_view> candidates(c.names.begin(), c.names.end());
+    for (const char* strategy : {"fgdm", "blockfit", "spread", "binpack"}) {
+      const ScorerPtr scorer = makeScorer(strategy);
+      for (const Pod& p : pods) {
+        const Pod pod = testing::resolved(*c.snapshot, p);
+        const std::vector<std::size_t> all = rankCandidates(*c.snapshot, pod, candidates, *scorer);
+        ASSERT_EQ(all.size(), candidates.size());
+        for (std::size_t limit = 1; limit <= candidates.size() + 1; ++limit) {
+          const std::vector<std::size_t> first(
+              all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min(limit, all.size())));
+          ASSERT_EQ(rankCandidates(*c.snapshot, pod, candidates, *scorer, limit), first)
+              << "seed " << seed << ", " << strategy << ", pod " << pod.name << ", limit " << limit;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 20 * 4 * 6 * 40);
+}
+
 TEST(RankFeasible, NamesThatAreNotViewsOfTheCandidatesTakeThePlainPath) {
   auto snap = testing::snapshotOf({MakeNode("n1").gpus(8), MakeNode("n2").gpus(8)},
                                   {MakePod("team-a", "x").gpus(3).on("n2")},
