@@ -5,7 +5,10 @@
 
 namespace gpufair::policy {
 
-PendingPods::PendingPods(std::span<const PodPtr> pods) : size_(pods.size()) {
+PendingPods::PendingPods(std::span<const PodPtr> pods)
+    : size_(pods.size()),
+      byUid_(std::is_sorted(pods.begin(), pods.end(),
+                            [](const PodPtr& a, const PodPtr& b) { return a->uid < b->uid; })) {
   chunks_.reserve((pods.size() + kChunk - 1) / kChunk);
   for (std::size_t begin = 0; begin < pods.size(); begin += kChunk) {
     const std::size_t end = std::min(pods.size(), begin + kChunk);
@@ -31,7 +34,25 @@ PendingPods::Position PendingPods::positionOf(std::size_t i) const {
   return {chunks_.size(), 0};
 }
 
+const Pod* PendingPods::before(Position at) const {
+  if (at.chunk < chunks_.size() && at.offset > 0) return (*chunks_[at.chunk])[at.offset - 1].get();
+  return at.chunk > 0 ? chunks_[at.chunk - 1]->back().get() : nullptr;
+}
+
+const Pod* PendingPods::after(Position at) const {
+  if (at.chunk >= chunks_.size()) return nullptr;
+  if (at.offset + 1 < chunks_[at.chunk]->size()) return (*chunks_[at.chunk])[at.offset + 1].get();
+  return at.chunk + 1 < chunks_.size() ? chunks_[at.chunk + 1]->front().get() : nullptr;
+}
+
+void PendingPods::keepOrder(const Pod* before, const Pod& pod, const Pod* after) {
+  if ((before != nullptr && pod.uid < before->uid) || (after != nullptr && after->uid < pod.uid)) {
+    byUid_ = false;
+  }
+}
+
 void PendingPods::insert(Position at, PodPtr pod) {
+  if (byUid_) keepOrder(before(at), *pod, this->at(at));
   if (chunks_.empty()) {
     chunks_.push_back(std::make_shared<const Chunk>(Chunk{std::move(pod)}));
     size_ = 1;
@@ -59,6 +80,7 @@ void PendingPods::insert(Position at, PodPtr pod) {
 }
 
 void PendingPods::replace(Position at, PodPtr pod) {
+  if (byUid_) keepOrder(before(at), *pod, after(at));
   auto next = std::make_shared<Chunk>(*chunks_[at.chunk]);
   (*next)[at.offset] = std::move(pod);
   chunks_[at.chunk] = std::move(next);

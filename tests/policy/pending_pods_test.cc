@@ -140,6 +140,73 @@ TEST(PendingPods, ChangeBetweenDistantVersionsAndUnrelatedLists) {
   EXPECT_TRUE(emptied.added.empty());
 }
 
+// The pod cache's way (insert where the uid belongs, erase, replace by a pod of the same uid)
+// keeps the list in uid order and anyWithUid searches; an edit out of order makes it walk. Either
+// way it answers as a walk over the list does.
+TEST(PendingPods, AnyWithUidAnswersAsAWalkInOrderOrNot) {
+  std::mt19937 rng(11);
+  PendingPods pods;
+  std::vector<PodPtr> model;
+  auto walk = [&](const std::string& uid, int gpus) {
+    return std::any_of(model.begin(), model.end(),
+                       [&](const PodPtr& p) { return p->uid == uid && p->gpus >= gpus; });
+  };
+  auto withGpus = [](int i, int gpus) {
+    Pod p = *pod(i);
+    p.gpus = gpus;
+    return std::make_shared<const Pod>(std::move(p));
+  };
+  for (int step = 0; step < 3000; ++step) {
+    const bool inOrder = step < 2000;
+    const int i = static_cast<int>(rng() % 600);
+    const std::string uid = pod(i)->uid;
+    auto before = [&](const Pod& p) { return p.uid < uid; };
+    const auto at = inOrder ? pods.lowerBound(before) : pods.positionOf(rng() % (model.size() + 1));
+    const std::size_t index = static_cast<std::size_t>(
+        inOrder
+            ? std::lower_bound(model.begin(), model.end(), uid,
+                               [](const PodPtr& p, const std::string& k) { return p->uid < k; }) -
+                  model.begin()
+            : 0);
+    const Pod* there = pods.at(at);
+    if (inOrder && there != nullptr && there->uid == uid) {
+      if (rng() % 2 == 0) {
+        pods.erase(at);
+        model.erase(model.begin() + static_cast<std::ptrdiff_t>(index));
+      } else {
+        const PodPtr p = withGpus(i, static_cast<int>(rng() % 4000));
+        pods.replace(at, p);
+        model[index] = p;
+      }
+    } else if (inOrder) {
+      const PodPtr p = withGpus(i, static_cast<int>(rng() % 4000));
+      pods.insert(at, p);
+      model.insert(model.begin() + static_cast<std::ptrdiff_t>(index), p);
+    } else {
+      model = listOf(pods);
+      const std::size_t where = rng() % (model.size() + 1);
+      const PodPtr p = withGpus(i, static_cast<int>(rng() % 4000));
+      pods.insert(pods.positionOf(where), p);
+      model.insert(model.begin() + static_cast<std::ptrdiff_t>(where), p);
+    }
+    ASSERT_EQ(listOf(pods), model);
+    const bool sorted =
+        std::is_sorted(model.begin(), model.end(),
+                       [](const PodPtr& a, const PodPtr& b) { return a->uid < b->uid; });
+    if (inOrder) ASSERT_TRUE(pods.sortedByUid()) << "step " << step;
+    if (pods.sortedByUid()) ASSERT_TRUE(sorted) << "step " << step;
+    for (int probe = 0; probe < 5; ++probe) {
+      const std::string key = pod(static_cast<int>(rng() % 600))->uid;
+      const int gpus = static_cast<int>(rng() % 4000);
+      ASSERT_EQ(pods.anyWithUid(key, [&](const Pod& p) { return p.gpus >= gpus; }), walk(key, gpus))
+          << "step " << step << ", " << key;
+    }
+  }
+  EXPECT_FALSE(pods.sortedByUid()) << "inserts out of order were noticed";
+  EXPECT_FALSE(PendingPods(std::vector<PodPtr>{pod(2), pod(1)}).sortedByUid());
+  EXPECT_TRUE(PendingPods(std::vector<PodPtr>{pod(1), pod(2)}).sortedByUid());
+}
+
 TEST(PendingPods, LowerBoundFindsWhatStdLowerBoundFinds) {
   std::mt19937 rng(7);
   std::vector<PodPtr> sorted;

@@ -171,7 +171,9 @@ TEST(SnapshotSharing, TheNextSnapshotEqualsAFullBuildAndLeavesThePreviousUnchang
       EXPECT_TRUE(next->sharesNodeIndexWith(*current));
       if (!pendingChanged) {
         // (The first snapshot is a full build with a list of its own.)
-        if (i > 0) EXPECT_TRUE(next->sharesPendingWith(*current)) << "pending shared";
+        if (i > 0) {
+          EXPECT_TRUE(next->sharesPendingWith(*current)) << "pending shared";
+        }
         EXPECT_EQ(next->findQueue("team-b")->pendingPods,
                   current->findQueue("team-b")->pendingPods);
       }

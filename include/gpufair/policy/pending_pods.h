@@ -12,6 +12,7 @@
 #include <iterator>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "gpufair/policy/model.h"
@@ -110,6 +111,25 @@ class PendingPods {
   }
   // Where the i-th pod is (the end for i >= size()): O(chunks).
   Position positionOf(std::size_t i) const;
+  // Whether the pods are in uid order (ascending, equal uids side by side), as the pod cache keeps
+  // them: known from construction and kept by each edit (an edit out of order clears it for good).
+  bool sortedByUid() const { return byUid_; }
+  // Whether a pod with this uid satisfies match(pod): O(log size) while sortedByUid, a walk
+  // otherwise.
+  template <class Match>
+  bool anyWithUid(std::string_view uid, Match match) const {
+    if (!byUid_) {
+      for (const PodPtr& p : *this) {
+        if (p->uid == uid && match(*p)) return true;
+      }
+      return false;
+    }
+    const Position from = lowerBound([&](const Pod& p) { return p.uid < uid; });
+    for (Iterator it(chunks_, from.chunk, from.offset); it != end() && (*it)->uid == uid; ++it) {
+      if (match(**it)) return true;
+    }
+    return false;
+  }
   // The pod at `at`; null at the end.
   const Pod* at(Position at) const {
     return at.chunk < chunks_.size() ? (*chunks_[at.chunk])[at.offset].get() : nullptr;
@@ -121,8 +141,15 @@ class PendingPods {
   void erase(Position at);
 
  private:
+  // The pod just before `at` (null at the start) and just after it (null at the end).
+  const Pod* before(Position at) const;
+  const Pod* after(Position at) const;
+  // Clears byUid_ unless before <= pod <= after by uid.
+  void keepOrder(const Pod* before, const Pod& pod, const Pod* after);
+
   std::vector<ChunkPtr> chunks_;
   std::size_t size_ = 0;
+  bool byUid_ = true;
 };
 
 // Where two versions of a pending list differ: what is left of each after their longest common
