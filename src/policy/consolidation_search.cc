@@ -73,7 +73,7 @@ bool Planner::mayMove(const Pod& pod) {
 const std::vector<PodPtr>& Planner::gangMembers(const std::string& key) {
   if (!gangs_) {
     gangs_.emplace();
-    for (const NodeStatePtr& n : snap_.nodes()) {
+    for (const NodeState* n : snap_.nodes()) {
       for (const PodPtr& p : n->pods()) {
         if (p->inGang() && p->holdsGpus() && p->gpus > 0) (*gangs_)[p->gangKey()].push_back(p);
       }

@@ -290,9 +290,9 @@ FairShareInput fairShareInput(const QueueState& queue) {
 namespace {
 
 bool countedPending(const ClusterSnapshot& snapshot, const Pod& pod) {
-  const auto pending = snapshot.pending();
-  return !pod.uid.empty() && std::any_of(pending.begin(), pending.end(), [&](const PodPtr& p) {
-    return p->uid == pod.uid && p->queue == pod.queue && p->gpus >= pod.gpus;
+  // A binary search in the pod cache's list (in uid order): no walk over every pending pod.
+  return !pod.uid.empty() && snapshot.pending().anyWithUid(pod.uid, [&](const Pod& p) {
+    return p.queue == pod.queue && p.gpus >= pod.gpus;
   });
 }
 

@@ -1,6 +1,7 @@
 #include "gpufair/policy/filter.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "gpufair/policy/candidate_positions.h"
 #include "gpufair/policy/gang.h"
@@ -87,7 +88,7 @@ FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
   const NodeShapes* shapes = snapshot.nodeShapes();
   auto nodeAt = [&](std::size_t i) -> const NodeState* {
     const std::ptrdiff_t at = positions[i];
-    return at < 0 ? nullptr : nodes[static_cast<std::size_t>(at)].get();
+    return at < 0 ? nullptr : nodes[static_cast<std::size_t>(at)];
   };
   if (shapes == nullptr) {
     return filterFound(snapshot, pod, candidates, nodeAt, 0, [](std::size_t) { return kOwnShape; });
@@ -104,12 +105,41 @@ FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
   return filterPod(snapshot, pod, candidates, positions);
 }
 
+namespace {
+
+// The names as one stretch of memory: each begins `gap` bytes after the end of the one before,
+// the same gap throughout and at most kMaxGap (a parser's string buffer puts a length and a
+// terminator between strings; two separate allocations are never that close, so the stretch is
+// one object's memory). Empty when they are not laid out so.
+std::string_view stretchOf(std::span<const std::string_view> names, std::size_t& gap) {
+  constexpr std::uintptr_t kMaxGap = 8;
+  if (names.size() < 2) return {};
+  auto address = [](const char* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  const std::uintptr_t firstEnd = address(names[0].data()) + names[0].size();
+  if (address(names[1].data()) < firstEnd || address(names[1].data()) - firstEnd > kMaxGap) {
+    return {};
+  }
+  const std::uintptr_t step = address(names[1].data()) - firstEnd;
+  for (std::size_t i = 1; i < names.size(); ++i) {
+    if (address(names[i].data()) != address(names[i - 1].data()) + names[i - 1].size() + step) {
+      return {};
+    }
+  }
+  gap = static_cast<std::size_t>(step);
+  const std::string_view& last = names.back();
+  return {names[0].data(),
+          static_cast<std::size_t>(address(last.data()) + last.size() - address(names[0].data()))};
+}
+
+}  // namespace
+
 std::span<const std::ptrdiff_t> CandidatePositions::resolve(
     const SnapshotPtr& snapshot, std::span<const std::string_view> candidates) {
   if (indexed_ == nullptr || !snapshot->sharesNodeIndexWith(*indexed_)) {
     names_.clear();
     ends_.clear();
     previous_.clear();
+    stretch_.clear();
   }
   indexed_ = snapshot;
   positions_.resize(candidates.size());
@@ -118,23 +148,47 @@ std::span<const std::ptrdiff_t> CandidatePositions::resolve(
     const std::size_t begin = j == 0 ? 0 : ends_[j - 1];
     return std::string_view(names_).substr(begin, ends_[j] - begin);
   };
+  // The usual request: the very list of the last call. When both lie in memory as one stretch
+  // with the same gap, the same name lengths and the same bytes throughout mean the same names:
+  // one comparison of the stretch instead of one per name.
+  std::size_t gap = 0;
+  const std::string_view stretch = stretchOf(candidates, gap);
+  sameStretch_ = false;
+  if (!stretch.empty() && !stretch_.empty() && gap == gap_ && candidates.size() == ends_.size() &&
+      stretch.size() == stretch_.size()) {
+    bool sameLengths = true;
+    for (std::size_t i = 0; i < candidates.size() && sameLengths; ++i) {
+      sameLengths = candidates[i].size() == ends_[i] - (i == 0 ? 0 : ends_[i - 1]);
+    }
+    if (sameLengths && stretch == std::string_view(stretch_)) {
+      sameStretch_ = true;
+      return positions_;  // what the last call found, for the same names
+    }
+  }
+  stretch_.assign(stretch);
+  gap_ = gap;
   // Walk both lists: a name equal to the next one of the previous list, or to one a little later
   // in it (nodes dropped from the list between two requests), takes its position and the walk
   // goes on after it; any other name is looked up.
   constexpr std::size_t kLookAhead = 8;
   std::size_t j = 0;
+  bool same = candidates.size() == ends_.size();  // so far, name i was the previous list's i
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const std::string_view name = candidates[i];
     std::size_t k = j;
     while (k < ends_.size() && k <= j + kLookAhead && previousName(k) != name) ++k;
     if (k < ends_.size() && k <= j + kLookAhead) {
       positions_[i] = previous_[k];
+      same = same && k == i;
       j = k + 1;
       continue;
     }
     positions_[i] = snapshot->nodeIndex(name);
     ++lookedUp_;
+    same = false;
   }
+  // The very list of the last call: what is remembered is already this list.
+  if (same) return positions_;
   names_.clear();
   ends_.clear();
   for (std::string_view name : candidates) {
@@ -211,26 +265,40 @@ FittingScores scoreFitting(const ClusterSnapshot& snapshot, const Pod& pod,
 // `fitting` (last), in the candidates' order. Only the first `limit` are ordered and returned.
 std::vector<std::size_t> placementOrder(const FittingScores& fitting, const Pod& pod,
                                         std::size_t candidates, std::size_t limit) {
-  std::vector<std::size_t> order(fitting.where.size());
-  for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
+  const std::size_t fitCount = fitting.where.size();
   auto reserved = [&](std::size_t j) {
     return fitting.holds && fitting.nodes[j]->reservedFor(pod) > 0;
   };
-  // A stable sort's order: ties by position. Only the first `limit` are sorted.
-  const std::size_t sorted = std::min(limit, order.size());
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(sorted), order.end(),
-                    [&](std::size_t a, std::size_t b) {
-                      if (reserved(a) != reserved(b)) return reserved(a);
-                      if (fitting.raw[a] != fitting.raw[b]) return fitting.raw[a] > fitting.raw[b];
-                      return a < b;
-                    });
+  // A stable sort's order: ties by position (a strict total order, so any way of finding the
+  // first `limit` gives the same). Only the first `limit` are sorted.
+  auto before = [&](std::size_t a, std::size_t b) {
+    if (reserved(a) != reserved(b)) return reserved(a);
+    if (fitting.raw[a] != fitting.raw[b]) return fitting.raw[a] > fitting.raw[b];
+    return a < b;
+  };
+  const std::size_t sorted = std::min(limit, fitCount);
+  std::vector<std::size_t> order;
+  constexpr std::size_t kSelect = 8;
+  if (sorted <= kSelect) {
+    // A few of many (best and top-k modes): one pass keeping the best so far, in order.
+    order.reserve(sorted + 1);
+    for (std::size_t j = 0; j < fitCount; ++j) {
+      if (order.size() == sorted && (sorted == 0 || !before(j, order.back()))) continue;
+      order.insert(std::upper_bound(order.begin(), order.end(), j, before), j);
+      if (order.size() > sorted) order.pop_back();
+    }
+  } else {
+    order.resize(fitCount);
+    for (std::size_t j = 0; j < fitCount; ++j) order[j] = j;
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(sorted),
+                      order.end(), before);
+  }
   std::vector<std::size_t> ranked;
   ranked.reserve(std::min(limit, candidates));
+  for (std::size_t k = 0; k < sorted; ++k) ranked.push_back(fitting.where[order[k]]);
+  if (ranked.size() == limit || ranked.size() == candidates) return ranked;
   std::vector<bool> seen(candidates, false);
-  for (std::size_t k = 0; k < sorted; ++k) {
-    ranked.push_back(fitting.where[order[k]]);
-    seen[fitting.where[order[k]]] = true;
-  }
+  for (std::size_t i : ranked) seen[i] = true;
   for (std::size_t i = 0; i < candidates && ranked.size() < limit; ++i) {
     if (!seen[i]) ranked.push_back(i);
   }
@@ -291,7 +359,7 @@ std::vector<std::size_t> rankFeasible(const ClusterSnapshot& snapshot, const Pod
       return rankCandidates(snapshot, pod, feasible, scorer, limit);
     }
     at.push_back(static_cast<std::size_t>(positions[j++]));
-    fitting.nodes.push_back(nodes[at.back()].get());
+    fitting.nodes.push_back(nodes[at.back()]);
     fitting.where.push_back(i);
   }
   const NodeShapes* shapes = snapshot.nodeShapes();

@@ -111,7 +111,7 @@ const GangState* ClusterSnapshot::findGang(std::string_view key) const {
 
 const NodeState* ClusterSnapshot::findNode(std::string_view name) const {
   const std::ptrdiff_t at = nodeIndex(name);
-  return at < 0 ? nullptr : nodes_[static_cast<std::size_t>(at)].get();
+  return at < 0 ? nullptr : nodes_[static_cast<std::size_t>(at)];
 }
 
 std::ptrdiff_t ClusterSnapshot::nodeIndex(std::string_view name) const {

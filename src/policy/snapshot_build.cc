@@ -25,29 +25,6 @@ bool matches(const ClusterSnapshot& previous, std::span<const NodeStatePtr> node
   });
 }
 
-// Where two pending lists differ: what is left of each after their longest common prefix and
-// suffix of the same pod objects. Found by comparing pointers only (no pod is read), so the usual
-// change, one pod added or removed, costs a walk over pointers rather than a visit to every pod.
-// Sums over a list are the other's sums less `removed`'s plus `added`'s, in any order.
-struct PendingChange {
-  std::span<const PodPtr> removed;
-  std::span<const PodPtr> added;
-};
-
-PendingChange pendingChange(std::span<const PodPtr> before, std::span<const PodPtr> after) {
-  std::size_t prefix = 0;
-  while (prefix < before.size() && prefix < after.size() && before[prefix] == after[prefix]) {
-    ++prefix;
-  }
-  std::size_t suffix = 0;
-  while (suffix < before.size() - prefix && suffix < after.size() - prefix &&
-         before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) {
-    ++suffix;
-  }
-  return {before.subspan(prefix, before.size() - prefix - suffix),
-          after.subspan(prefix, after.size() - prefix - suffix)};
-}
-
 bool holdsReservations(const NodeState& n) {
   return !n.reservations().empty();
 }
@@ -64,24 +41,22 @@ ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<Po
 ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending,
                                  QuotaConfig quota, std::uint64_t generation,
                                  SnapshotOptions options)
-    : ClusterSnapshot(nullptr, std::move(nodes), {},
-                      std::make_shared<const std::vector<PodPtr>>(std::move(pending)),
+    : ClusterSnapshot(nullptr, nodes, {}, std::make_shared<const PendingPods>(pending),
                       std::move(quota), generation, std::move(options)) {}
 
-ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot* previous, std::vector<NodeStatePtr> nodes,
+ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot* previous,
+                                 std::span<const NodeStatePtr> nodes,
                                  std::span<const std::size_t> changed,
-                                 std::shared_ptr<const std::vector<PodPtr>> pending,
-                                 QuotaConfig quota, std::uint64_t generation,
-                                 SnapshotOptions options)
-    : nodes_(std::move(nodes)),
-      pending_(pending ? std::move(pending) : std::make_shared<const std::vector<PodPtr>>()),
+                                 std::shared_ptr<const PendingPods> pending, QuotaConfig quota,
+                                 std::uint64_t generation, SnapshotOptions options)
+    : pending_(pending ? std::move(pending) : std::make_shared<const PendingPods>()),
       quota_(std::move(quota)),
       generation_(generation),
       options_(std::move(options)) {
   std::vector<std::size_t> distinct(changed.begin(), changed.end());
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  if (previous != nullptr && !matches(*previous, nodes_, distinct)) previous = nullptr;
+  if (previous != nullptr && !matches(*previous, nodes, distinct)) previous = nullptr;
   // Shapes are numbered for these nodes: the previous snapshot's say nothing of changed nodes.
   if (previous != nullptr && options_.shapes != nullptr &&
       options_.shapes == previous->options_.shapes && !distinct.empty()) {
@@ -89,9 +64,9 @@ ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot* previous, std::vector<No
   }
   if (previous == nullptr) {
     distinct.clear();
-    indexNodes();
+    indexNodes(nodes);
   } else {
-    updateNodes(*previous, distinct);
+    updateNodes(*previous, nodes, distinct);
   }
   const bool reservationsShared = indexReservations(previous, distinct);
   sumQueues(previous, distinct);
@@ -108,11 +83,24 @@ void ClusterSnapshot::addTotals(const NodeState& n) {
   maxNodeMemory_ = std::max(maxNodeMemory_, n.node().memoryBytes);
 }
 
-void ClusterSnapshot::indexNodes() {
+void ClusterSnapshot::indexNodes(std::span<const NodeStatePtr> nodes) {
   auto byName = [](const NodeStatePtr& a, const NodeStatePtr& b) { return a->name() < b->name(); };
-  if (!std::is_sorted(nodes_.begin(), nodes_.end(), byName)) {
-    std::sort(nodes_.begin(), nodes_.end(), byName);
+  std::vector<NodeStatePtr> sorted(nodes.begin(), nodes.end());
+  if (!std::is_sorted(sorted.begin(), sorted.end(), byName)) {
+    std::sort(sorted.begin(), sorted.end(), byName);
     options_.shapes = nullptr;  // given in the order the nodes came in, not this one
+  }
+  nodes_.reserve(sorted.size());
+  owners_.reserve((sorted.size() + kNodeChunk - 1) / kNodeChunk);
+  for (std::size_t begin = 0; begin < sorted.size(); begin += kNodeChunk) {
+    const std::size_t end = std::min(sorted.size(), begin + kNodeChunk);
+    auto chunk = std::make_shared<NodeChunk>();
+    chunk->reserve(end - begin);
+    for (std::size_t i = begin; i < end; ++i) {
+      nodes_.push_back(sorted[i].get());
+      chunk->push_back(std::move(sorted[i]));
+    }
+    owners_.push_back(std::move(chunk));
   }
   auto index = std::make_shared<NodeIndex>();
   std::size_t slotCount = 8;
@@ -138,7 +126,22 @@ void ClusterSnapshot::indexNodes() {
 }
 
 void ClusterSnapshot::updateNodes(const ClusterSnapshot& previous,
+                                  std::span<const NodeStatePtr> nodes,
                                   std::span<const std::size_t> changed) {
+  nodes_ = previous.nodes_;
+  owners_ = previous.owners_;
+  std::size_t copied = owners_.size();  // the chunk last copied (`changed` is sorted)
+  std::shared_ptr<NodeChunk> chunk;
+  for (std::size_t i : changed) {
+    const std::size_t c = i / kNodeChunk;
+    if (c != copied) {
+      chunk = std::make_shared<NodeChunk>(*owners_[c]);
+      owners_[c] = chunk;
+      copied = c;
+    }
+    (*chunk)[i % kNodeChunk] = nodes[i];
+    nodes_[i] = nodes[i].get();
+  }
   index_ = previous.index_;
   capacity_ = previous.capacity_;
   allocated_ = previous.allocated_;
@@ -360,7 +363,7 @@ void ClusterSnapshot::indexGangs(const ClusterSnapshot* previous,
     const PendingChange change = previous->pending_ == pending_
                                      ? PendingChange{}
                                      : pendingChange(*previous->pending_, *pending_);
-    auto gangMember = [](const PodPtr& pod) { return pod->inGang(); };
+    auto gangMember = [](const Pod* pod) { return pod->inGang(); };
     if (std::none_of(change.removed.begin(), change.removed.end(), gangMember) &&
         std::none_of(change.added.begin(), change.added.end(), gangMember)) {
       gangs_ = previous->gangs_;

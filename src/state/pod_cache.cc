@@ -21,6 +21,17 @@ void eraseFrom(std::unordered_map<std::string, std::set<std::string>>& index,
   if (it->second.empty()) index.erase(it);
 }
 
+// The pending list is in key order: compares a pod's key (PodCache::keyOf) with `key`.
+bool keyBefore(const policy::Pod& pod, std::string_view key) {
+  if (!pod.uid.empty()) return std::string_view(pod.uid) < key;
+  return pod.ns + "/" + pod.name < key;
+}
+bool hasKey(const policy::Pod* pod, std::string_view key) {
+  if (pod == nullptr) return false;
+  if (!pod->uid.empty()) return pod->uid == key;
+  return pod->ns + "/" + pod->name == key;
+}
+
 void resolve(policy::Pod& pod, const QuotaConfig& quota) {
   pod.queue = policy::resolveQueue(quota, pod.ns, pod.labels);
   policy::applyGangLabels(pod);
@@ -184,9 +195,10 @@ void PodCache::requeue(const QuotaConfig& quota) {
     auto copy = std::make_shared<policy::Pod>(*entry.pod);
     copy->queue = std::move(queue);
     entry.pod = std::move(copy);
-    auto p = std::lower_bound(pendingKeys_.begin(), pendingKeys_.end(), uid);
-    if (p != pendingKeys_.end() && *p == uid) {
-      pendingForWrite()[static_cast<std::size_t>(p - pendingKeys_.begin())] = entry.pod;
+    const auto at = pending_.lowerBound([&](const policy::Pod& p) { return keyBefore(p, uid); });
+    if (hasKey(pending_.at(at), uid)) {
+      pending_.replace(at, entry.pod);
+      published_ = nullptr;
     }
   }
   dirty_.all();
@@ -244,41 +256,31 @@ std::vector<policy::PodPtr> PodCache::podsOn(std::string_view node) const {
 }
 
 std::vector<policy::PodPtr> PodCache::pending() const {
-  return *pendingPods_;
+  return {pending_.begin(), pending_.end()};
 }
 
-std::shared_ptr<const std::vector<policy::PodPtr>> PodCache::pendingList() const {
-  pendingShared_ = true;
-  return pendingPods_;
-}
-
-std::vector<policy::PodPtr>& PodCache::pendingForWrite() {
-  if (pendingShared_) {
-    pendingPods_ = std::make_shared<std::vector<policy::PodPtr>>(*pendingPods_);
-    pendingShared_ = false;
-  }
-  return *pendingPods_;
+std::shared_ptr<const policy::PendingPods> PodCache::pendingList() const {
+  if (published_ == nullptr) published_ = std::make_shared<const policy::PendingPods>(pending_);
+  return published_;
 }
 
 void PodCache::setPending(const std::string& key, const policy::PodPtr& pod) {
-  auto at = std::lower_bound(pendingKeys_.begin(), pendingKeys_.end(), key);
-  const auto i = static_cast<std::size_t>(at - pendingKeys_.begin());
-  if (at != pendingKeys_.end() && *at == key) {
-    if ((*pendingPods_)[i] != pod) pendingForWrite()[i] = pod;
-    return;
+  const auto at = pending_.lowerBound([&](const policy::Pod& p) { return keyBefore(p, key); });
+  const policy::Pod* there = pending_.at(at);
+  if (hasKey(there, key)) {
+    if (there == pod.get()) return;
+    pending_.replace(at, pod);
+  } else {
+    pending_.insert(at, pod);
   }
-  std::vector<policy::PodPtr>& pods = pendingForWrite();
-  pendingKeys_.insert(at, key);
-  pods.insert(pods.begin() + static_cast<std::ptrdiff_t>(i), pod);
+  published_ = nullptr;
 }
 
 void PodCache::erasePending(const std::string& key) {
-  auto at = std::lower_bound(pendingKeys_.begin(), pendingKeys_.end(), key);
-  if (at == pendingKeys_.end() || *at != key) return;
-  const auto i = static_cast<std::ptrdiff_t>(at - pendingKeys_.begin());
-  pendingKeys_.erase(at);
-  std::vector<policy::PodPtr>& pods = pendingForWrite();
-  pods.erase(pods.begin() + i);
+  const auto at = pending_.lowerBound([&](const policy::Pod& p) { return keyBefore(p, key); });
+  if (!hasKey(pending_.at(at), key)) return;
+  pending_.erase(at);
+  published_ = nullptr;
 }
 
 PodCache::GangCount PodCache::gangCount(const std::string& gangKey) const {

@@ -275,7 +275,7 @@ TEST(FgdmScorer, RestrictedPodPaysTheSamePressureOnEveryNodeItMayUse) {
   // A V100-only pod: both V100 nodes cost the same (-100 + 250), so pressure changes nothing.
   auto snap = twoModels();
   const Pod pod = MakePod("a", "p").gpus(1).models({"V100"});
-  std::vector<const NodeState*> nodes{snap->nodes()[1].get(), snap->nodes()[2].get()};
+  std::vector<const NodeState*> nodes{snap->nodes()[1], snap->nodes()[2]};
   std::vector<double> raw(2);
   makeFgdmScorer(twoModelWorkload())->score(*snap, pod, nodes, raw);
   EXPECT_DOUBLE_EQ(raw[0], 46e4);

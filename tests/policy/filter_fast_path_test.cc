@@ -3,6 +3,7 @@
 // with those positions answers as filter does; and rankFeasible ranks a filter answer from them
 // in exactly rankCandidates' order over the feasible names. On random clusters and lists.
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <random>
 #include <string>
@@ -101,6 +102,34 @@ TEST(RankFeasible, GivesRankCandidatesOrderOverTheFeasibleNames) {
   EXPECT_EQ(ranked, 30 * 2 * 3 * 7 * 3);
 }
 
+// A limit finds its first nodes in one pass (a few) or by a partial sort (many): either way the
+// first `limit` of the whole order, reserved nodes, ties and the nodes that do not fit included.
+TEST(RankCandidates, ALimitGivesTheFirstNodesOfTheWholeOrder) {
+  std::vector<Pod> pods = testing::filterEquivalencePods();
+  int compared = 0;
+  for (std::uint32_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937 rng(seed);
+    const RandomCluster c = randomCluster(rng, seed % 2 == 0);
+    const std::vector<std::string_view> candidates(c.names.begin(), c.names.end());
+    for (const char* strategy : {"fgdm", "blockfit", "spread", "binpack"}) {
+      const ScorerPtr scorer = makeScorer(strategy);
+      for (const Pod& p : pods) {
+        const Pod pod = testing::resolved(*c.snapshot, p);
+        const std::vector<std::size_t> all = rankCandidates(*c.snapshot, pod, candidates, *scorer);
+        ASSERT_EQ(all.size(), candidates.size());
+        for (std::size_t limit = 1; limit <= candidates.size() + 1; ++limit) {
+          const std::vector<std::size_t> first(
+              all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min(limit, all.size())));
+          ASSERT_EQ(rankCandidates(*c.snapshot, pod, candidates, *scorer, limit), first)
+              << "seed " << seed << ", " << strategy << ", pod " << pod.name << ", limit " << limit;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 20 * 4 * 6 * 40);
+}
+
 TEST(RankFeasible, NamesThatAreNotViewsOfTheCandidatesTakeThePlainPath) {
   auto snap = testing::snapshotOf({MakeNode("n1").gpus(8), MakeNode("n2").gpus(8)},
                                   {MakePod("team-a", "x").gpus(3).on("n2")},
@@ -139,6 +168,92 @@ std::vector<std::string> nextList(std::mt19937& rng, std::vector<std::string> li
   return list;
 }
 
+// Names laid out as a parsed request body holds them: one buffer, a fixed gap between names (a
+// 4-byte length and a terminator in simdjson's string buffer; here any bytes).
+struct PackedNames {
+  std::string buffer;
+  std::vector<std::string_view> views;
+};
+PackedNames pack(const std::vector<std::string>& names, std::size_t gap, char filler) {
+  PackedNames out;
+  std::vector<std::size_t> at;
+  for (const std::string& name : names) {
+    out.buffer.append(gap, filler);
+    at.push_back(out.buffer.size());
+    out.buffer += name;
+  }
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out.views.emplace_back(&out.buffer[at[i]], names[i].size());
+  return out;
+}
+
+// A list in one stretch of memory like the last one is known by one comparison, and any
+// difference is noticed: a byte, names split at other places over the same bytes, another gap.
+// Random lists and layouts: the positions are always the index's.
+TEST(CandidatePositions, ARepeatedListInOneStretchIsKnownAtOnceAndAChangedOneIsNoticed) {
+  std::mt19937 rng(3);
+  RandomCluster c = randomCluster(rng, false);
+  const std::vector<std::string> names = {"n1", "n23", "n4", "n10", "n11"};
+  CandidatePositions positions;
+  auto expectIndexed = [&](const PackedNames& p, const char* what) {
+    const auto found = positions.resolve(c.snapshot, p.views);
+    ASSERT_EQ(found.size(), p.views.size()) << what;
+    for (std::size_t i = 0; i < p.views.size(); ++i) {
+      EXPECT_EQ(found[i], c.snapshot->nodeIndex(p.views[i])) << what << ": " << p.views[i];
+    }
+  };
+  expectIndexed(pack(names, 5, 'x'), "first");
+  EXPECT_FALSE(positions.sameStretch());
+  expectIndexed(pack(names, 5, 'x'), "same list, another buffer");
+  EXPECT_TRUE(positions.sameStretch());
+  EXPECT_EQ(positions.lookedUp(), 0u);
+  std::vector<std::string> changed = names;
+  changed[3] = "n12";  // same length, one byte
+  expectIndexed(pack(changed, 5, 'x'), "one byte");
+  EXPECT_FALSE(positions.sameStretch());
+  expectIndexed(pack(changed, 5, 'x'), "again");
+  EXPECT_TRUE(positions.sameStretch());
+  // The same bytes cut at other places, with the same gap, are not the same list.
+  const PackedNames last = pack(changed, 1, '1');
+  expectIndexed(last, "gap 1");
+  PackedNames resplit;
+  resplit.buffer = last.buffer;
+  const std::string_view all(resplit.buffer);
+  // last is "1n1" "1n23" "1n4" "1n12" "1n11" (gap byte '1'); the same bytes cut into as many
+  // names of other lengths: "n11" "23" "n4" "n12" "n11".
+  const std::size_t lengths[] = {3, 2, 2, 3, 3};  // were 2, 3, 2, 3, 3
+  std::size_t at = 1;
+  for (std::size_t len : lengths) {
+    resplit.views.push_back(all.substr(at, len));
+    at += len + 1;
+  }
+  ASSERT_EQ(at - 1, all.size());
+  expectIndexed(resplit, "same bytes, other names");
+  EXPECT_FALSE(positions.sameStretch());
+  expectIndexed(pack(changed, 2, '1'), "other gap");
+  EXPECT_FALSE(positions.sameStretch());
+  expectIndexed(pack(changed, 20, '1'), "gap too wide for one stretch");
+  expectIndexed(pack(changed, 20, '1'), "gap too wide, repeated");
+  EXPECT_FALSE(positions.sameStretch());
+  EXPECT_EQ(positions.lookedUp(), 0u) << "still found name by name";
+
+  // Random lists, often repeated, in random layouts.
+  std::vector<std::string> list = c.names;
+  int known = 0;
+  for (int request = 0; request < 400; ++request) {
+    const std::size_t gap = std::array<std::size_t, 6>{5, 5, 5, 5, 0, 9}[rng() % 6];
+    const char filler = rng() % 4 == 0 ? 'n' : '-';
+    const PackedNames p = pack(list, gap, filler);
+    const auto found = positions.resolve(c.snapshot, p.views);
+    for (std::size_t i = 0; i < p.views.size(); ++i) {
+      ASSERT_EQ(found[i], c.snapshot->nodeIndex(p.views[i])) << "request " << request;
+    }
+    known += positions.sameStretch() ? 1 : 0;
+    if (rng() % 3 == 0) list = nextList(rng, std::move(list), c.names);
+  }
+  EXPECT_GT(known, 30);
+}
+
 TEST(CandidatePositions, FindsEveryNameWhereTheIndexDoesAndFiltersAlike) {
   const Pod pod = MakePod("team-b", "p").gpus(1);
   std::size_t lookedUp = 0;
@@ -153,7 +268,8 @@ TEST(CandidatePositions, FindsEveryNameWhereTheIndexDoesAndFiltersAlike) {
       const int what = static_cast<int>(rng() % 10);
       if (what == 0) {
         // A change to one node: the next snapshot shares the node index.
-        std::vector<NodeStatePtr> nodes(snap->nodes().begin(), snap->nodes().end());
+        std::vector<NodeStatePtr> nodes;  // the snapshot's nodes, kept alive by the snapshot
+        for (const NodeState* n : snap->nodes()) nodes.emplace_back(snap, n);
         const std::size_t at = rng() % nodes.size();
         nodes[at] = std::make_shared<const NodeState>(nodes[at]->node(), std::vector<PodPtr>{}, 2);
         const std::size_t changed[] = {at};

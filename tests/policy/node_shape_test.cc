@@ -26,6 +26,14 @@ using testing::MakeNode;
 using testing::MakePod;
 using testing::MakeQueue;
 
+// The snapshot's nodes as shared owners, each keeping the snapshot (and so its node) alive.
+// (nodes() are plain pointers the snapshot owns: a shared_ptr of their own would free them twice.)
+std::vector<NodeStatePtr> nodeStatesOf(const SnapshotPtr& snapshot) {
+  std::vector<NodeStatePtr> out;
+  for (const NodeState* n : snapshot->nodes()) out.emplace_back(snapshot, n);
+  return out;
+}
+
 // `snapshot` again, with the shapes a NodeShapeInterner gives its nodes.
 SnapshotPtr withShapes(const SnapshotPtr& snapshot) {
   NodeShapeInterner interner;
@@ -35,7 +43,7 @@ SnapshotPtr withShapes(const SnapshotPtr& snapshot) {
   SnapshotOptions options = snapshot->options();
   options.shapes = std::move(shapes);
   return std::make_shared<const ClusterSnapshot>(
-      std::vector<NodeStatePtr>(snapshot->nodes().begin(), snapshot->nodes().end()),
+      nodeStatesOf(snapshot),
       std::vector<PodPtr>(snapshot->pending().begin(), snapshot->pending().end()),
       snapshot->quotaConfig(), snapshot->generation(), std::move(options));
 }
@@ -182,7 +190,7 @@ TEST(NodeShapes, ShapesThatNoLongerDescribeTheNodesAreNotUsed) {
   const SnapshotPtr shaped = withShapes(lookAlikeCluster(rng, false, false, names));
   ASSERT_NE(shaped->nodeShapes(), nullptr);
   // The next snapshot with one node changed, handed the same shapes: they are dropped.
-  std::vector<NodeStatePtr> nodes(shaped->nodes().begin(), shaped->nodes().end());
+  std::vector<NodeStatePtr> nodes = nodeStatesOf(shaped);
   nodes[3] = std::make_shared<const NodeState>(
       nodes[3]->node(),
       std::vector<PodPtr>{
@@ -195,12 +203,12 @@ TEST(NodeShapes, ShapesThatNoLongerDescribeTheNodesAreNotUsed) {
   EXPECT_EQ(next->nodeShapes(), nullptr);
   // Nothing changed: they still hold.
   const auto same = std::make_shared<const ClusterSnapshot>(
-      shaped.get(), std::vector<NodeStatePtr>(shaped->nodes().begin(), shaped->nodes().end()),
-      std::span<const std::size_t>{}, nullptr, shaped->quotaConfig(), shaped->generation() + 1,
-      shaped->options());
+      shaped.get(), nodeStatesOf(shaped), std::span<const std::size_t>{}, nullptr,
+      shaped->quotaConfig(), shaped->generation() + 1, shaped->options());
   EXPECT_NE(same->nodeShapes(), nullptr);
   // Nodes given out of order are sorted by name: shapes given in their order are dropped.
-  std::vector<NodeStatePtr> reversed(shaped->nodes().rbegin(), shaped->nodes().rend());
+  std::vector<NodeStatePtr> reversed = nodeStatesOf(shaped);
+  std::reverse(reversed.begin(), reversed.end());
   const auto resorted = std::make_shared<const ClusterSnapshot>(
       reversed, std::vector<PodPtr>{}, shaped->quotaConfig(), 1, shaped->options());
   EXPECT_EQ(resorted->nodeShapes(), nullptr);
@@ -210,8 +218,7 @@ TEST(NodeShapes, ShapesThatNoLongerDescribeTheNodesAreNotUsed) {
   shapes->of.pop_back();
   fewer.shapes = shapes;
   const auto mismatched = std::make_shared<const ClusterSnapshot>(
-      std::vector<NodeStatePtr>(shaped->nodes().begin(), shaped->nodes().end()),
-      std::vector<PodPtr>{}, shaped->quotaConfig(), 1, fewer);
+      nodeStatesOf(shaped), std::vector<PodPtr>{}, shaped->quotaConfig(), 1, fewer);
   EXPECT_EQ(mismatched->nodeShapes(), nullptr);
 }
 

@@ -121,7 +121,7 @@ TEST(ClusterSnapshot, NodeIndexAndFindNodeAgree) {
   for (std::size_t i = 0; i < snap->nodes().size(); ++i) {
     const std::string& name = snap->nodes()[i]->name();
     EXPECT_EQ(snap->nodeIndex(name), static_cast<std::ptrdiff_t>(i));
-    EXPECT_EQ(snap->findNode(name), snap->nodes()[i].get());
+    EXPECT_EQ(snap->findNode(name), snap->nodes()[i]);
   }
   EXPECT_EQ(snap->nodeIndex("node-50"), -1);
   EXPECT_EQ(snap->findNode(""), nullptr);

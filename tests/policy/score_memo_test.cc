@@ -88,7 +88,7 @@ SnapshotOptions measuring(FitOptions fit) {
 std::vector<const NodeState*> fitting(const ClusterSnapshot& snap, const Pod& pod) {
   std::vector<const NodeState*> out;
   for (const auto& n : snap.nodes()) {
-    if (nodeFits(*n, pod, snap.fitOptions())) out.push_back(n.get());
+    if (nodeFits(*n, pod, snap.fitOptions())) out.push_back(n);
   }
   return out;
 }
@@ -141,7 +141,7 @@ TEST(ScoreMemo, OneScorePerShapeAndLookAlikesShareIt) {
        MakePod("t", "e").share(0.5).gpuIndex(0).on("n5"), MakePod("t", "f").gpus(1).on("n6")},
       {}, measuring(FitOptions{false, true}));
   std::vector<const NodeState*> nodes;
-  for (const auto& n : snap->nodes()) nodes.push_back(n.get());
+  for (const auto& n : snap->nodes()) nodes.push_back(n);
   std::vector<std::string> scored;
   std::vector<double> out(nodes.size());
   detail::scoreDistinct(nodes, snap->fitOptions(), out, [&](const NodeState& n) {
@@ -171,7 +171,7 @@ TEST(ScoreMemo, ManyShapesGrowTheTable) {
   const SnapshotPtr snap =
       testing::snapshotOf(nodes, std::move(pods), {}, measuring(FitOptions{false, true}));
   std::vector<const NodeState*> list;
-  for (const auto& n : snap->nodes()) list.push_back(n.get());
+  for (const auto& n : snap->nodes()) list.push_back(n);
   list.push_back(list.front());  // a repeat at the end finds its shape after the table grew
   std::vector<double> out(list.size());
   int calls = 0;

@@ -53,7 +53,7 @@ inline policy::Pod resolved(const policy::ClusterSnapshot& snap, policy::Pod pod
 inline std::vector<double> rawScores(const policy::Scorer& scorer,
                                      const policy::ClusterSnapshot& snap, const policy::Pod& pod) {
   std::vector<const policy::NodeState*> nodes;
-  for (const auto& n : snap.nodes()) nodes.push_back(n.get());
+  for (const auto& n : snap.nodes()) nodes.push_back(n);
   std::vector<double> out(nodes.size());
   scorer.score(snap, pod, nodes, out);
   return out;

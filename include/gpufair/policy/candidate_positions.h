@@ -31,6 +31,9 @@ class CandidatePositions {
                                           std::span<const std::string_view> candidates);
   // How many names the last resolve looked up in the index (the rest matched the list before).
   std::size_t lookedUp() const { return lookedUp_; }
+  // Whether the last resolve knew the list for the previous one by comparing the memory the
+  // names lie in at once (see resolve), without comparing name by name.
+  bool sameStretch() const { return sameStretch_; }
 
  private:
   SnapshotPtr indexed_;                   // the positions are into this snapshot's node index
@@ -39,6 +42,11 @@ class CandidatePositions {
   std::vector<std::ptrdiff_t> previous_;  // and its position
   std::vector<std::ptrdiff_t> positions_;
   std::size_t lookedUp_ = 0;
+  // When the previous list's names lay in one buffer a fixed gap_ bytes apart (a parsed request
+  // body's strings do): those bytes, from the first name's start to the last name's end.
+  std::string stretch_;
+  std::size_t gap_ = 0;
+  bool sameStretch_ = false;
 };
 
 // filter and filterPod (filter.h) with the candidates' positions in snapshot.nodes() already known

@@ -18,6 +18,7 @@
 #include "gpufair/common/quota.h"
 #include "gpufair/policy/model.h"
 #include "gpufair/policy/node_shape.h"
+#include "gpufair/policy/pending_pods.h"
 #include "gpufair/policy/reservation.h"
 
 namespace gpufair::policy {
@@ -228,22 +229,27 @@ class ClusterSnapshot {
   // reservation list and the gangs' placed part are then shared with `previous` (unless a changed
   // node holds or held reservations or gang members), and the totals and queue usage are updated
   // from the changed nodes: O(changed x log nodes + queues) plus one copy of the node pointers
-  // and free-GPU list (plain copies, no hashing, sorting or string work). `pending` is shared as
-  // is (null: none); when it is previous's list its queue and gang sums are reused, otherwise
-  // they are summed again (O(pending)). previous == nullptr, or nodes that do not match it (other
-  // names or count, out-of-range indices), build everything as the constructor above does; the
-  // result is the same either way. `previous` is only read during construction.
-  ClusterSnapshot(const ClusterSnapshot* previous, std::vector<NodeStatePtr> nodes,
-                  std::span<const std::size_t> changed,
-                  std::shared_ptr<const std::vector<PodPtr>> pending, QuotaConfig quota,
-                  std::uint64_t generation, SnapshotOptions options);
+  // and free-GPU list (plain copies: no reference counting, hashing, sorting or string work;
+  // ownership is shared in chunks, see owners_). Only the changed entries of `nodes` are read.
+  // `pending` is shared as is (null: none); its queue and gang sums are previous's updated by
+  // what differs between the two lists (pendingChange: O(chunks) when they share most chunks).
+  // previous == nullptr, or nodes that do not match it (other names or count, out-of-range
+  // indices), build everything as the constructor above does; the result is the same either way.
+  // `previous` is only read during construction.
+  ClusterSnapshot(const ClusterSnapshot* previous, std::span<const NodeStatePtr> nodes,
+                  std::span<const std::size_t> changed, std::shared_ptr<const PendingPods> pending,
+                  QuotaConfig quota, std::uint64_t generation, SnapshotOptions options);
 
   std::uint64_t generation() const { return generation_; }
-  std::span<const NodeStatePtr> nodes() const { return nodes_; }
+  // Sorted by name. The snapshot owns them (see owners_).
+  std::span<const NodeState* const> nodes() const { return nodes_; }
   const NodeState* findNode(std::string_view name) const;
   // The node's index in nodes(); -1 when there is no such node.
   std::ptrdiff_t nodeIndex(std::string_view name) const;
-  std::span<const PodPtr> pending() const { return *pending_; }
+  // Unbound pods that want GPUs, by the pod cache's key (uid).
+  const PendingPods& pending() const { return *pending_; }
+  // Whether this snapshot's pending list is `other`'s (shared, not copied). For tests.
+  bool sharesPendingWith(const ClusterSnapshot& other) const { return pending_ == other.pending_; }
   const QuotaConfig& quotaConfig() const { return quota_; }
   std::span<const QueueState> queues() const { return queues_; }  // configured queues, then default
   const QueueState* findQueue(std::string_view name) const;
@@ -312,8 +318,9 @@ class ClusterSnapshot {
   };
   // The construction's steps (snapshot_build.cc); with `previous` null they build from scratch.
   // indexReservations returns whether the reservation list is previous's.
-  void indexNodes();
-  void updateNodes(const ClusterSnapshot& previous, std::span<const std::size_t> changed);
+  void indexNodes(std::span<const NodeStatePtr> nodes);
+  void updateNodes(const ClusterSnapshot& previous, std::span<const NodeStatePtr> nodes,
+                   std::span<const std::size_t> changed);
   void addTotals(const NodeState& n);
   bool indexReservations(const ClusterSnapshot* previous, std::span<const std::size_t> changed);
   void sumQueues(const ClusterSnapshot* previous, std::span<const std::size_t> changed);
@@ -322,9 +329,16 @@ class ClusterSnapshot {
   void indexGangs(const ClusterSnapshot* previous, std::span<const std::size_t> changed,
                   bool reservationsShared);
 
-  std::vector<NodeStatePtr> nodes_;
+  // The node states are owned in chunks of kNodeChunk (by position), shared with the snapshots
+  // before and after: publishing after a change copies the chunk list and the changed nodes'
+  // chunks, instead of taking and later dropping a reference to every node. nodes_ holds plain
+  // pointers to the same states, in the same order.
+  static constexpr std::size_t kNodeChunk = 64;
+  using NodeChunk = std::vector<NodeStatePtr>;
+  std::vector<std::shared_ptr<const NodeChunk>> owners_;
+  std::vector<const NodeState*> nodes_;
   std::shared_ptr<const NodeIndex> index_;
-  std::shared_ptr<const std::vector<PodPtr>> pending_;  // never null
+  std::shared_ptr<const PendingPods> pending_;  // never null
   QuotaConfig quota_;
   std::vector<QueueState> queues_;
   std::vector<QueueOwn> own_;                                     // same order as queues_

@@ -108,9 +108,10 @@ class PodCache {
   std::vector<policy::PodPtr> podsOn(std::string_view node) const;
   // Unbound pods that want GPUs and are not finished or terminating, by uid.
   std::vector<policy::PodPtr> pending() const;
-  // The same list, shared: it never changes after this call (the cache copies it before its next
-  // change, once), so snapshots publish it without copying while nothing pending changed.
-  std::shared_ptr<const std::vector<policy::PodPtr>> pendingList() const;
+  // The same list, shared: it never changes after this call, so snapshots publish it without
+  // copying while nothing pending changed. After a change the next call copies the list of chunks
+  // (policy::PendingPods), not the pods' references.
+  std::shared_ptr<const policy::PendingPods> pendingList() const;
   // Uids of assumed pods, sorted.
   std::vector<std::string> assumedUids() const { return {assumed_.begin(), assumed_.end()}; }
   GangCount gangCount(const std::string& gangKey) const;
@@ -129,14 +130,12 @@ class PodCache {
   DirtySet& dirty_;
   std::unordered_map<std::string, Entry> pods_;  // by uid
   std::unordered_map<std::string, std::set<std::string>> podsOnNode_;
-  // Pending demand: keys sorted, and the pods in the same order (copy-on-write once handed out).
+  // Pending demand in key order (keyOf), chunks shared with the lists handed out.
   void setPending(const std::string& key, const policy::PodPtr& pod);
   void erasePending(const std::string& key);
-  std::vector<policy::PodPtr>& pendingForWrite();
-  std::vector<std::string> pendingKeys_;
-  std::shared_ptr<std::vector<policy::PodPtr>> pendingPods_ =
-      std::make_shared<std::vector<policy::PodPtr>>();
-  mutable bool pendingShared_ = false;
+  policy::PendingPods pending_;
+  // pending_ as pendingList last handed it out; null when it changed since.
+  mutable std::shared_ptr<const policy::PendingPods> published_;
   bool offeredIsDemand_ = true;
   std::unordered_map<std::string, std::set<std::string>> gangMembers_;  // by Pod::gangKey
   std::set<std::string> assumed_;

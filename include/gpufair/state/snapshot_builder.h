@@ -119,7 +119,7 @@ class SnapshotBuilder {
   std::vector<std::size_t> changed_;  // positions in built_ replaced by this build
   policy::NodeShapeInterner shapes_;
   std::vector<std::uint32_t> shapeOf_;  // shape of built_[i], published with each snapshot
-  std::shared_ptr<const std::vector<policy::PodPtr>> builtPending_;
+  std::shared_ptr<const policy::PendingPods> builtPending_;
   std::shared_ptr<const std::vector<std::string>> builtProvisional_;
   policy::SnapshotPtr current_;
   policy::WorkloadModel learned_;
