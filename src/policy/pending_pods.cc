@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
+#include <vector>
 
 namespace gpufair::policy {
 
@@ -119,9 +121,12 @@ void PendingPods::erase(Position at) {
   *where = std::make_shared<const Chunk>(std::move(next));
 }
 
-PendingChange pendingChange(const PendingPods& before, const PendingPods& after) {
-  const auto b = before.chunks();
-  const auto a = after.chunks();
+namespace {
+
+// The lengths of the longest common prefix and, after it, the longest common suffix of two
+// sequences, element by element (pointers: no pod is read).
+template <class Seq>
+std::pair<std::size_t, std::size_t> commonEnds(const Seq& b, const Seq& a) {
   std::size_t prefix = 0;
   while (prefix < b.size() && prefix < a.size() && b[prefix] == a[prefix]) ++prefix;
   std::size_t suffix = 0;
@@ -129,6 +134,21 @@ PendingChange pendingChange(const PendingPods& before, const PendingPods& after)
          b[b.size() - 1 - suffix] == a[a.size() - 1 - suffix]) {
     ++suffix;
   }
+  return {prefix, suffix};
+}
+
+// Drops the first `head` and the last `tail` elements.
+void trim(std::vector<const Pod*>& pods, std::size_t head, std::size_t tail) {
+  pods.erase(pods.end() - static_cast<std::ptrdiff_t>(tail), pods.end());
+  pods.erase(pods.begin(), pods.begin() + static_cast<std::ptrdiff_t>(head));
+}
+
+}  // namespace
+
+PendingChange pendingChange(const PendingPods& before, const PendingPods& after) {
+  const auto b = before.chunks();
+  const auto a = after.chunks();
+  const auto [prefix, suffix] = commonEnds(b, a);
   PendingChange change;
   for (std::size_t i = prefix; i < b.size() - suffix; ++i) {
     for (const PodPtr& p : *b[i]) change.removed.push_back(p.get());
@@ -137,19 +157,9 @@ PendingChange pendingChange(const PendingPods& before, const PendingPods& after)
     for (const PodPtr& p : *a[i]) change.added.push_back(p.get());
   }
   // Within the chunks that differ, the same pods before and after the change cancel out.
-  auto& removed = change.removed;
-  auto& added = change.added;
-  std::size_t head = 0;
-  while (head < removed.size() && head < added.size() && removed[head] == added[head]) ++head;
-  std::size_t tail = 0;
-  while (tail < removed.size() - head && tail < added.size() - head &&
-         removed[removed.size() - 1 - tail] == added[added.size() - 1 - tail]) {
-    ++tail;
-  }
-  removed.erase(removed.end() - static_cast<std::ptrdiff_t>(tail), removed.end());
-  removed.erase(removed.begin(), removed.begin() + static_cast<std::ptrdiff_t>(head));
-  added.erase(added.end() - static_cast<std::ptrdiff_t>(tail), added.end());
-  added.erase(added.begin(), added.begin() + static_cast<std::ptrdiff_t>(head));
+  const auto [head, tail] = commonEnds(change.removed, change.added);
+  trim(change.removed, head, tail);
+  trim(change.added, head, tail);
   return change;
 }
 
