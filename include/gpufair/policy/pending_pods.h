@@ -124,7 +124,7 @@ class PendingPods {
       }
       return false;
     }
-    const Position from = lowerBound([&](const Pod& p) { return p.uid < uid; });
+    const Position from = lowerBound([&](const Pod& p) { return std::string_view(p.uid) < uid; });
     for (Iterator it(chunks_, from.chunk, from.offset); it != end() && (*it)->uid == uid; ++it) {
       if (match(**it)) return true;
     }
