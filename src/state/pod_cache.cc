@@ -189,7 +189,9 @@ std::vector<std::string> PodCache::removeUnlisted(const std::unordered_set<std::
 }
 
 void PodCache::requeue(const QuotaConfig& quota) {
-  for (auto& [uid, entry] : pods_) {
+  for (auto& item : pods_) {
+    const std::string& uid = item.first;  // not a structured binding: clang 14 can't capture one
+    Entry& entry = item.second;
     std::string queue = policy::resolveQueue(quota, entry.pod->ns, entry.pod->labels);
     if (queue == entry.pod->queue) continue;
     auto copy = std::make_shared<policy::Pod>(*entry.pod);
