@@ -193,8 +193,12 @@ TEST(PendingPods, AnyWithUidAnswersAsAWalkInOrderOrNot) {
     const bool sorted =
         std::is_sorted(model.begin(), model.end(),
                        [](const PodPtr& a, const PodPtr& b) { return a->uid < b->uid; });
-    if (inOrder) ASSERT_TRUE(pods.sortedByUid()) << "step " << step;
-    if (pods.sortedByUid()) ASSERT_TRUE(sorted) << "step " << step;
+    if (inOrder) {
+      ASSERT_TRUE(pods.sortedByUid()) << "step " << step;
+    }
+    if (pods.sortedByUid()) {
+      ASSERT_TRUE(sorted) << "step " << step;
+    }
     for (int probe = 0; probe < 5; ++probe) {
       const std::string key = pod(static_cast<int>(rng() % 600))->uid;
       const int gpus = static_cast<int>(rng() % 4000);
