@@ -5,6 +5,7 @@
 
 #include "gpufair/codec/objects.h"
 #include "gpufair/codec/pod_conditions.h"
+#include "gpufair/state/pod_cache.h"
 
 namespace gpufair::k8s {
 
@@ -119,15 +120,6 @@ void PodSink::beginList() {
   listedItems_ = 0;
 }
 
-namespace {
-
-// The mirror's key of a pod: its uid, or "ns/name" when it has none.
-std::string mirrorKey(const policy::Pod& pod) {
-  return pod.uid.empty() ? pod.key() : pod.uid;
-}
-
-}  // namespace
-
 Result<policy::Pod> PodSink::decode(std::string_view object, bool& failed) const {
   if (!options_.failures) return codec::decodePodJson(object);
   return codec::decodePodJson(object, failed);
@@ -144,7 +136,7 @@ void PodSink::listPage(std::vector<std::string>& items) {
       continue;
     }
     if (options_.gpuPodsOnly && pod->gpus <= 0) continue;
-    if (failed) listedFailed_.insert(mirrorKey(*pod));
+    if (failed) listedFailed_.insert(state::PodCache::keyOf(*pod));
     listed_.push_back(std::move(pod).value());
   }
 }
@@ -178,7 +170,7 @@ void PodSink::upsert(Result<policy::Pod> pod, std::string_view object, bool fail
     spdlog::warn("pod {} skipped: {}", peekMeta(object).describe(), pod.error());
     return;
   }
-  const std::string key = mirrorKey(*pod);
+  const std::string key = state::PodCache::keyOf(*pod);
   if (options_.gpuPodsOnly && pod->gpus <= 0) {
     if (options_.failures) options_.failures->erase(key);
     mirror_.deletePod(key);
