@@ -11,15 +11,22 @@ From one openb pod list and its node list, writes seeded, deterministic variants
   multigpu    the same number of pods drawn with replacement, pods of 2 or more GPUs weighted
               by a factor (2-5): 2/4/8-GPU pods become 2-5x as frequent.
   mix         multigpu, then restricted.
+  cpuheavy    CPU binds: the GPU pods kept, CPU-only pods drawn with replacement from the list's
+              own CPU-only pods, a multiple (1-3) of their number, as the trace's cpu050..cpu300
+              lists add CPU-only pods to the same GPU pods; and a share (0-30 %) of the GPU pods
+              given a multiple (1.25-2.5) of their CPU, capped by the largest node that holds them.
 
 Usage (Python 3 standard library only):
   bench/sim/families.py --nodes NODES.csv --pods PODS.csv --out /tmp/families \
       [--instances 3] [--seed 1]
 writes, for each instance i = 1..N:
   restricted-i.csv (share drawn in 5-35 %), multigpu-i.csv (factor drawn in 2-5),
-  mix-i.csv (both), and families.txt recording each file's parameters.
+  mix-i.csv (both), cpuheavy-i.csv (CPU-only multiple in 1-3, share in 0-30 %, factor in
+  1.25-2.5), and families.txt recording each file's parameters.
 One variant with fixed parameters:
   bench/sim/families.py --nodes N --pods P --out DIR --family restricted --share 0.3 --seed 7
+  bench/sim/families.py --nodes N --pods P --out DIR --family cpuheavy --cpu-only 2.5 \
+      --share 0.1 --factor 2 --seed 7
 The same arguments always give byte-identical files.
 """
 
@@ -31,6 +38,7 @@ import sys
 
 # Model groups a pod may be restricted to, beyond each single model: the trace's own example.
 PAIRS = [("V100M16", "V100M32")]
+FAMILIES = ["restricted", "multigpu", "mix", "cpuheavy"]
 
 
 def read_csv(path):
@@ -93,6 +101,35 @@ def multigpu(pods, factor, rng):
     return out
 
 
+def max_cpu(nodes, pod):
+    """The most CPU a node able to hold the pod's GPUs and memory has (0: none)."""
+    gpus, mem = num(pod["num_gpu"]), num(pod.get("memory_mib"))
+    best = 0
+    for n in nodes:
+        if num(n.get("gpu") or n.get("num_gpu")) >= gpus and num(n.get("memory_mib")) >= mem:
+            best = max(best, num(n.get("cpu_milli")))
+    return best
+
+
+def cpuheavy(pods, nodes, cpu_only, share, factor, rng):
+    """The GPU pods of `pods`, a share of them with `factor` times their CPU (rounded to 100
+    milli-CPU, capped by the largest node that holds them), then round(cpu_only x the number of
+    CPU-only pods) CPU-only pods drawn with replacement from the list's own. Names are
+    renumbered (cpuheavy-NNNNN), as the trace's cpuXXX lists renumber theirs."""
+    gpu_pods = [dict(p) for p in pods if num(p["num_gpu"]) > 0]
+    cpu_pods = [p for p in pods if num(p["num_gpu"]) == 0]
+    for i in sorted(rng.sample(range(len(gpu_pods)), round(share * len(gpu_pods)))):
+        p = gpu_pods[i]
+        scaled = int(round(num(p["cpu_milli"]) * factor / 100.0)) * 100
+        p["cpu_milli"] = str(max(num(p["cpu_milli"]), min(scaled, max_cpu(nodes, p))))
+    added = [dict(p) for p in rng.choices(cpu_pods, k=round(cpu_only * len(cpu_pods)))] \
+        if cpu_pods else []
+    out = added + gpu_pods
+    for k, p in enumerate(out):
+        p["name"] = "cpuheavy-%05d" % k
+    return out
+
+
 def write(path, fields, pods):
     if "gpu_spec" not in fields:
         fields = fields + ["gpu_spec"]
@@ -103,7 +140,9 @@ def write(path, fields, pods):
             w.writerow({k: p.get(k, "") for k in fields})
 
 
-def make(family, pods, groups, rng, share, factor):
+def make(family, pods, groups, nodes, rng, share, factor, cpu_only):
+    if family == "cpuheavy":
+        return cpuheavy(pods, nodes, cpu_only, share, factor, rng)
     if family in ("multigpu", "mix"):
         pods = multigpu(pods, factor, rng)
     if family in ("restricted", "mix"):
@@ -118,9 +157,13 @@ def main():
     ap.add_argument("--out", required=True, help="directory (created); keep it outside the repo")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--instances", type=int, default=3)
-    ap.add_argument("--family", choices=["restricted", "multigpu", "mix"])
-    ap.add_argument("--share", type=float, help="restricted share of GPU pods (0.05-0.35)")
-    ap.add_argument("--factor", type=float, help="multi-GPU frequency factor (2-5)")
+    ap.add_argument("--family", choices=FAMILIES)
+    ap.add_argument("--share", type=float, help="restricted share of GPU pods (0.05-0.35); "
+                    "cpuheavy: share of GPU pods given more CPU (0-0.3)")
+    ap.add_argument("--factor", type=float, help="multi-GPU frequency factor (2-5); cpuheavy: "
+                    "CPU factor of that share (1.25-2.5)")
+    ap.add_argument("--cpu-only", type=float,
+                    help="cpuheavy: CPU-only pods, a multiple of the list's own number (1-3)")
     args = ap.parse_args()
 
     _, nodes = read_csv(args.nodes)
@@ -130,19 +173,27 @@ def main():
     plan = []
     if args.family:
         rng = random.Random(args.seed)
-        share = args.share if args.share is not None else 0.2
-        factor = args.factor if args.factor is not None else 3.0
-        plan.append((args.family, "%s-s%d" % (args.family, args.seed), share, factor, rng))
+        heavy = args.family == "cpuheavy"
+        share = args.share if args.share is not None else (0.1 if heavy else 0.2)
+        factor = args.factor if args.factor is not None else (2.0 if heavy else 3.0)
+        cpu_only = args.cpu_only if args.cpu_only is not None else 2.0
+        plan.append((args.family, "%s-s%d" % (args.family, args.seed), share, factor, cpu_only,
+                     rng))
     else:
         for i in range(1, args.instances + 1):
-            for family in ("restricted", "multigpu", "mix"):
+            for family in FAMILIES:
                 rng = random.Random("%d/%s/%d" % (args.seed, family, i))
                 share = round(rng.uniform(0.05, 0.35), 3)
                 factor = round(rng.uniform(2.0, 5.0), 2)
-                plan.append((family, "%s-%d" % (family, i), share, factor, rng))
+                cpu_only = None
+                if family == "cpuheavy":  # its own ranges, drawn after the others' two draws
+                    cpu_only = round(rng.uniform(1.0, 3.0), 2)
+                    share = round(rng.uniform(0.0, 0.3), 3)
+                    factor = round(rng.uniform(1.25, 2.5), 2)
+                plan.append((family, "%s-%d" % (family, i), share, factor, cpu_only, rng))
     with open(os.path.join(args.out, "families.txt"), "a") as log:
-        for family, name, share, factor, rng in plan:
-            out = make(family, pods, groups, rng, share, factor)
+        for family, name, share, factor, cpu_only, rng in plan:
+            out = make(family, pods, groups, nodes, rng, share, factor, cpu_only)
             path = os.path.join(args.out, name + ".csv")
             write(path, fields, out)
             restricted = sum(1 for p in out if p.get("gpu_spec", "") not in ("", "nan"))
@@ -150,6 +201,9 @@ def main():
             line = "%s family=%s seed=%d share=%s factor=%s pods=%d restricted=%d multigpu=%d" % (
                 name, family, args.seed, share if family != "multigpu" else "-",
                 factor if family != "restricted" else "-", len(out), restricted, heavy)
+            if family == "cpuheavy":
+                cpu_only_pods = sum(1 for p in out if num(p["num_gpu"]) == 0)
+                line += " cpu_only=%s cpu_only_pods=%d" % (cpu_only, cpu_only_pods)
             log.write(line + "\n")
             print(line)
     return 0

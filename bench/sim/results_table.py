@@ -31,7 +31,7 @@ ORDER = ["random", "dotprod", "clustering", "packing", "bestfit", "fgd", "fgdplu
 TRACE_ORDER = ["default", "cpu0", "cpu037", "cpu050", "cpu072", "cpu100", "cpu200", "cpu235",
                "cpu250", "cpu300", "gpushare20", "gpushare40", "gpushare60", "gpushare80",
                "gpushare100"]
-FAMILY_ORDER = ["restricted", "multigpu", "mix"]  # families.py's
+FAMILY_ORDER = ["restricted", "multigpu", "mix", "cpuheavy"]  # families.py's
 PATHS = ["paper", "service"]
 DEFAULT = "fgdm"
 OFFLINE = "hindsight"

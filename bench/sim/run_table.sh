@@ -9,7 +9,7 @@
 #
 # Env: OUT (default /tmp/gpufair-table: JSON in $OUT/json, families in $OUT/families, tables in
 #      $OUT/table.md), TRACE_DIR (default ../shared/traces/openb beside the repo), LISTS (default:
-#      the 15 shared lists, then the 9 family instances), POLICIES (default: every policy, then
+#      the 15 shared lists, then the 12 family instances), POLICIES (default: every policy, then
 #      hindsight, then the default fgdm), PATHS (default "service paper"), PAPER_SEEDS (default
 #      42-51), SERVICE_SEEDS (default 42-44), DEFAULT_BIN (the binary for fgdm's rows, default
 #      GPUFAIR_BIN), THREADS (default 1), NICE (default 10).
@@ -25,7 +25,7 @@ OUT="${OUT:-/tmp/gpufair-table}"
 SHARED="default cpu0 cpu037 cpu050 cpu072 cpu100 cpu200 cpu235 cpu250 cpu300 gpushare20"
 SHARED+=" gpushare40 gpushare60 gpushare80 gpushare100"
 FAMILIES="restricted-1 restricted-2 restricted-3 multigpu-1 multigpu-2 multigpu-3"
-FAMILIES+=" mix-1 mix-2 mix-3"
+FAMILIES+=" mix-1 mix-2 mix-3 cpuheavy-1 cpuheavy-2 cpuheavy-3"
 LISTS="${LISTS:-$SHARED $FAMILIES}"
 ALL=random,dotprod,clustering,packing,bestfit,fgd,fgdplus,blockfit,binpack,spread,hindsight,fgdm
 POLICIES="${POLICIES:-$ALL}"
@@ -41,7 +41,9 @@ done
 nodes="$TRACE_DIR/openb_node_list_gpu_node.csv"
 [[ -f "$nodes" ]] || { echo "no openb trace in $TRACE_DIR" >&2; exit 2; }
 mkdir -p "$OUT/json"
-if [[ ! -f "$OUT/families/families.txt" ]]; then
+missing=0  # (re)written when one is missing: the same arguments give the same bytes
+for f in $FAMILIES; do [[ -f "$OUT/families/$f.csv" ]] || missing=1; done
+if ((missing)); then
   python3 "$here/families.py" --nodes "$nodes" --pods "$TRACE_DIR/openb_pod_list_default.csv" \
     --out "$OUT/families" --instances 3 --seed 1 > /dev/null
 fi

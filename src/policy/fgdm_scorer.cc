@@ -162,7 +162,9 @@ class FgdmScorer final : public Scorer {
     // Reads only what detail::sameScoreInputs compares (with the node's free CPU while the
     // stranding ties are on): one score per node shape.
     std::vector<Demand> top;
-    if (pod.gpus > 0 && tuning_.capacityWeight != 0 &&
+    const bool takesCapacity =
+        pod.gpus > 0 || (tuning_.capacityGpuLess && (pod.cpuMilli > 0 || pod.memoryBytes > 0));
+    if (takesCapacity && tuning_.capacityWeight != 0 &&
         (tuning_.capacityCpuBound <= 0 || cpuBinds(snapshot, tuning_.capacityCpuBound))) {
       top = topDemand(*workload, tuning_.capacityShapes);
     }

@@ -117,5 +117,27 @@ TEST(FgdmCapacity, OffWhileGpusBind) {
   EXPECT_DOUBLE_EQ(raw[1], 37e4);
 }
 
+TEST(FgdmCapacity, WhileCpuBindsAPodWithoutGpusPaysForTheCpuItTakesIfAsked) {
+  // CPU binds as above. A 4-core pod without GPUs: fgd's growth is 0 on a (8 -> 4 cores, still
+  // one 4-core copy) and on b, so fgd leaves them tied at 50. With capacityGpuLess, capacity: a
+  // min(2, 8) -> min(1, 8) = 1000, x 0.5 = +500 growth -> 37; b min(10, 8) -> min(9, 8): 0.
+  // Best fit then subtracts 8000 / 8001 on both (8 free GPUs). So its CPU goes to b, where no
+  // GPU shape needs it. By default (off) a and b tie.
+  const Pod pod = MakePod("t", "p").cpu(4);
+  auto w = workloadOf({{whole(1, 4), 1.0}});
+  FgdmTuning gpuLess;
+  gpuLess.capacityGpuLess = true;
+  auto raw = rawScores(*makeFgdmScorer(w, gpuLess), *cpuPoorRichBusy(8), pod);
+  EXPECT_DOUBLE_EQ(raw[0], 37e4 - 8000.0 / 8001);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4 - 8000.0 / 8001);
+  raw = rawScores(*makeFgdmScorer(w), *cpuPoorRichBusy(8), pod);
+  EXPECT_DOUBLE_EQ(raw[0], 50e4 - 8000.0 / 8001);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4 - 8000.0 / 8001);
+  // While GPUs bind (c's pod asks no CPU) the term is off for it too: a and b tie again.
+  raw = rawScores(*makeFgdmScorer(w, gpuLess), *cpuPoorRichBusy(0), pod);
+  EXPECT_DOUBLE_EQ(raw[0], 50e4 - 8000.0 / 8001);
+  EXPECT_DOUBLE_EQ(raw[1], 50e4 - 8000.0 / 8001);
+}
+
 }  // namespace
 }  // namespace gpufair::policy

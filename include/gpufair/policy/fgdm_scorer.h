@@ -32,6 +32,11 @@
 //      CPU a CPU-heavy shape needs, where that CPU is what limits the shape, costs more than one
 //      that takes GPUs the node's CPU could not feed anyway (what fgd's fragmentation, which
 //      only asks whether one copy still fits, cannot tell while the node keeps room for one).
+//   Optional, off by default (capacityGpuLess): a pod without GPUs pays term 4 too, for the CPU
+//   and memory it takes (while CPU binds, CPU taken from a node whose CPU limits a GPU shape
+//   costs GPU capacity). It matters only where gpufair places such pods (the paper protocol;
+//   serve leaves them to kube-scheduler). Measured mixed (bench/RESULTS.md, "fgdm on fresh
+//   family draws and a CPU-heavy family"): +0.8 on cpu235, -0.3 on cpu250 and cpu300.
 //   Optional, off by default (measured worse, bench/RESULTS.md "fgdm with CPU-stranding ties"):
 //   best fit for every pod's ties (bestFitTies), and for GPU pods while the cluster's CPU is
 //   as allocated as its GPUs (cpuBoundRatio > 0: CPU allocated fraction >= cpuBoundRatio x GPU
@@ -58,6 +63,7 @@ struct FgdmTuning {
   double capacityWeight = 0.5;     // the placeable-capacity term (see 4.); 0: off
   double capacityCpuBound = 0.95;  // ... only while CPU binds at this ratio; <= 0: always
   int capacityShapes = 16;         // the shapes it counts, by GPU demand
+  bool capacityGpuLess = false;    // ... pods without GPUs (with CPU or memory) pay it too
 };
 
 // The milli-CPU the workload's GPU shapes ask per milli-GPU (popularity-weighted; shapes without
