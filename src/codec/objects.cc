@@ -27,7 +27,9 @@ using detail::timestamp;
 
 bool field(object obj, std::string_view key, element& out) {
   for (auto [k, v] : obj) {
-    if (equalsIgnoreCase(k, key)) {
+    // Most keys differ in length; the API server's own keys match exactly (memcmp).
+    if (k.size() != key.size()) continue;
+    if (k == key || equalsIgnoreCase(k, key)) {
       if (v.type() == element_type::NULL_VALUE) return false;
       out = v;
       return true;

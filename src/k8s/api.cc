@@ -1,5 +1,6 @@
 #include "gpufair/k8s/api.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -110,18 +111,47 @@ std::string truncateUtf8(std::string_view text, std::size_t limit) {
 
 }  // namespace detail
 
-Status bindPod(KubeClient& client, std::string_view ns, std::string_view name, std::string_view uid,
-               std::string_view node, std::chrono::milliseconds timeout) {
+namespace detail {
+
+namespace {
+
+// Printable ASCII other than '"' and '\\': written as it is by any JSON writer.
+bool plainJson(std::string_view text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+}
+
+}  // namespace
+
+std::string bindingBody(std::string_view ns, std::string_view name, std::string_view uid,
+                        std::string_view node) {
+  if (plainJson(ns) && plainJson(name) && plainJson(uid) && plainJson(node)) {
+    std::string body;
+    body.reserve(128 + ns.size() + name.size() + uid.size() + node.size());
+    body.append(R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":")").append(name);
+    body.append(R"(","namespace":")").append(ns);
+    if (!uid.empty()) body.append(R"(","uid":")").append(uid);
+    body.append(R"("},"target":{"apiVersion":"v1","kind":"Node","name":")").append(node);
+    body.append(R"("}})");
+    return body;
+  }
   json metadata = {{"name", name}, {"namespace", ns}};
   if (!uid.empty()) metadata["uid"] = uid;
   json binding = {{"apiVersion", "v1"},
                   {"kind", "Binding"},
                   {"metadata", std::move(metadata)},
                   {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+  return dumpJson(binding);
+}
+
+}  // namespace detail
+
+Status bindPod(KubeClient& client, std::string_view ns, std::string_view name, std::string_view uid,
+               std::string_view node, std::chrono::milliseconds timeout) {
   ApiRequest request;
   request.method = "POST";
   request.path = detail::podPath(ns, name) + "/binding";
-  request.body = detail::dumpJson(binding);
+  request.body = detail::bindingBody(ns, name, uid, node);
   request.timeout = timeout;
   ApiResponse response = client.send(request);
   if (response.ok()) return Status::ok();

@@ -184,6 +184,21 @@ std::size_t OverQuotaLabeler::reconcile(const policy::ClusterSnapshot& snapshot,
   std::erase_if(attempted_,
                 [&](const auto& entry) { return now - entry.second >= options_.retryAfter; });
 
+  // A queue can have a pod to unlabel only when it has borrowed GPUs and its other GPUs are
+  // below deserved. The snapshot's sums tell which queues those are (a pod labelled over-quota has
+  // Pod::overQuota: the codec reads it from the label), so the walk over every placed pod below
+  // happens only then, and only for those queues.
+  std::vector<std::string_view> candidates;
+  for (const policy::QueueState& queue : snapshot.queues()) {
+    if (queue.overQuota > 0 && queue.allocated - queue.overQuota < queue.quota.gpu.deserved) {
+      candidates.push_back(queue.quota.name);
+    }
+  }
+  if (candidates.empty()) return 0;
+  const auto isCandidate = [&candidates](const std::string& queue) {
+    return std::find(candidates.begin(), candidates.end(), queue) != candidates.end();
+  };
+
   struct QueuePods {
     MilliGpu kept = 0;  // held by pods that are not borrowed
     std::vector<policy::PodPtr> borrowed;
@@ -191,7 +206,7 @@ std::size_t OverQuotaLabeler::reconcile(const policy::ClusterSnapshot& snapshot,
   std::map<std::string, QueuePods> byQueue;
   for (const auto& node : snapshot.nodes()) {
     for (const auto& pod : node->pods()) {
-      if (!pod->holdsGpus() || pod->gpus <= 0) continue;
+      if (!pod->holdsGpus() || pod->gpus <= 0 || !isCandidate(pod->queue)) continue;
       QueuePods& queue = byQueue[pod->queue];
       const bool borrowed = pod->overQuota || labelledOverQuota(*pod);
       if (!borrowed) {

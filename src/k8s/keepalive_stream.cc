@@ -12,14 +12,15 @@ ApiResponse KeepAliveTransport::stream(const ApiRequest& request, const std::str
   std::string error;
   ConnectionPtr connection = open(deadline, error, &cancel);
   if (!connection) return transportError(error == "timeout" ? noAnswer(request) : error);
-  const auto outgoing = message(request, authorization);
+  const std::string outgoing =
+      formatRequest(request, basePath_ + request.path, hostHeader_, authorization);
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(kNoBodyLimit);
   parser.header_limit(kHeaderLimit);
   error_code ec = connection->run(
       deadline,
       [&](auto& stream, auto& finish) {
-        http::async_write(stream, outgoing, [&](error_code e, std::size_t) {
+        asio::async_write(stream, asio::buffer(outgoing), [&](error_code e, std::size_t) {
           if (e) return finish(e);
           http::async_read_header(stream, connection->buffer(), parser,
                                   [&finish](error_code r, std::size_t) { finish(r); });
@@ -56,19 +57,49 @@ ApiResponse KeepAliveTransport::stream(const ApiRequest& request, const std::str
     pending.erase(0, start);
     return true;
   };
+  // The body is parsed here from the connection's buffer, and bytes are read only when the parser
+  // needs more: Beast's async_read_some on the parser took one more trip through the io_context per
+  // event (a completion posted when the buffer already held what it parsed).
+  beast::flat_buffer& buffer = connection->buffer();
   while (!parser.is_done()) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
-    ec = connection->run(
-        success ? SteadyClock::now() + kStreamIdle : deadline,
-        [&](auto& stream, auto& finish) {
-          http::async_read_some(stream, connection->buffer(), parser,
-                                [&finish](error_code r, std::size_t) { finish(r); });
-        },
-        &cancel);
-    if (ec == http::error::need_buffer) ec = {};
-    if (ec == kCancelled) return out;
-    const std::size_t got = chunk.size() - parser.get().body().size;
+    ec = {};
+    while (buffer.size() > 0 && parser.get().body().size > 0 && !parser.is_done()) {
+      const std::size_t used = parser.put(buffer.data(), ec);
+      buffer.consume(used);
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec || used == 0) break;
+    }
+    if (ec == http::error::need_more) ec = {};
+    std::size_t got = chunk.size() - parser.get().body().size;
+    if (!ec && got == 0 && !parser.is_done()) {
+      std::size_t read = 0;
+      ec = connection->run(
+          success ? SteadyClock::now() + kStreamIdle : deadline,
+          [&](auto& stream, auto& finish) {
+            stream.async_read_some(buffer.prepare(kReadChunk),
+                                   [&finish, &read](error_code r, std::size_t n) {
+                                     read = n;
+                                     finish(r);
+                                   });
+          },
+          &cancel);
+      if (ec == kCancelled) return out;
+      buffer.commit(read);
+      if (ec == asio::error::eof) {
+        // As Beast's read: the end of a body without a length, else a message cut short.
+        ec = {};
+        if (parser.got_some()) {
+          parser.put_eof(ec);
+        } else {
+          ec = http::error::end_of_stream;
+        }
+        if (!ec && !parser.is_done()) ec = http::error::partial_message;
+      }
+      if (!ec) continue;
+    }
+    got = chunk.size() - parser.get().body().size;
     if (!success) {
       out.body.append(chunk.data(), got);
       if (ec) return out;

@@ -173,34 +173,28 @@ KeepAliveTransport::ConnectionPtr KeepAliveTransport::open(SteadyClock::time_poi
   return connection;
 }
 
-http::request<http::string_body> KeepAliveTransport::message(
-    const ApiRequest& request, const std::string& authorization) const {
-  http::request<http::string_body> message;
-  message.version(11);
-  const http::verb verb = http::string_to_verb(request.method);
-  if (verb == http::verb::unknown) {
-    message.method_string(request.method);
-  } else {
-    message.method(verb);
+std::string formatRequest(const ApiRequest& request, std::string_view target,
+                          std::string_view hostHeader, const std::string& authorization) {
+  const std::string_view method = request.method;
+  const bool sendsBody = !request.body.empty() || method == "POST" || method == "PUT";
+  const bool typed = sendsBody || method == "PATCH";
+  std::string text;
+  text.reserve(160 + target.size() + authorization.size() + request.body.size());
+  text.append(method).append(" ").append(target).append(" HTTP/1.1\r\nHost: ");
+  text.append(hostHeader).append("\r\nAccept: application/json\r\nUser-Agent: gpufair/0.1\r\n");
+  if (!authorization.empty()) text.append("Authorization: ").append(authorization).append("\r\n");
+  if (typed) text.append("Content-Type: ").append(request.contentType).append("\r\n");
+  if (sendsBody || method == "OPTIONS") {
+    text.append("Content-Length: ").append(std::to_string(request.body.size())).append("\r\n");
   }
-  message.target(basePath_.empty() ? request.path : basePath_ + request.path);
-  message.set(http::field::host, hostHeader_);
-  message.set(http::field::accept, "application/json");
-  message.set(http::field::user_agent, "gpufair/0.1");
-  if (!authorization.empty()) message.set(http::field::authorization, authorization);
-  if (!request.body.empty() || verb == http::verb::post || verb == http::verb::put ||
-      verb == http::verb::patch) {
-    message.set(http::field::content_type, request.contentType);
-    message.body() = request.body;
-  }
-  message.keep_alive(true);
-  message.prepare_payload();
-  return message;
+  text.append("\r\n").append(request.body);
+  return text;
 }
 
 ApiResponse KeepAliveTransport::send(const ApiRequest& request, const std::string& authorization) {
   const auto deadline = deadlineAfter(request.timeout);
-  const auto outgoing = message(request, authorization);
+  const std::string outgoing =
+      formatRequest(request, basePath_ + request.path, hostHeader_, authorization);
   // At most two attempts: the second only after a reused connection turned out
   // closed.
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -214,7 +208,7 @@ ApiResponse KeepAliveTransport::send(const ApiRequest& request, const std::strin
     parser.body_limit(kNoBodyLimit);
     parser.header_limit(kHeaderLimit);
     const error_code ec = connection->run(deadline, [&](auto& stream, auto& finish) {
-      http::async_write(stream, outgoing, [&](error_code e, std::size_t) {
+      asio::async_write(stream, asio::buffer(outgoing), [&](error_code e, std::size_t) {
         if (e) return finish(e);
         http::async_read(stream, connection->buffer(), parser,
                          [&finish](error_code r, std::size_t) { finish(r); });

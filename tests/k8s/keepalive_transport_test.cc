@@ -4,8 +4,17 @@
 // their Status body, and TLS with client certificates reuses its connection too.
 #include "keepalive_transport.h"
 
+#include <cstdio>
+#include <sstream>
 #include <thread>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -56,6 +65,52 @@ class KeepAliveTransportTest : public ::testing::Test {
   static constexpr int kPods = 20;
   FakeApiServer server_;
 };
+
+// The request text is what Beast's request with the same fields and prepare_payload() wrote
+// before (the transport built one per request): every method, with and without a body and a token.
+TEST(KeepAliveTransportFormat, TheRequestIsWhatBeastWrote) {
+  namespace http = boost::beast::http;
+  auto beast = [](const ApiRequest& request, const std::string& target,
+                  const std::string& authorization) {
+    http::request<http::string_body> message;
+    message.version(11);
+    const http::verb verb = http::string_to_verb(request.method);
+    if (verb == http::verb::unknown) {
+      message.method_string(request.method);
+    } else {
+      message.method(verb);
+    }
+    message.target(target);
+    message.set(http::field::host, "api.example:6443");
+    message.set(http::field::accept, "application/json");
+    message.set(http::field::user_agent, "gpufair/0.1");
+    if (!authorization.empty()) message.set(http::field::authorization, authorization);
+    if (!request.body.empty() || verb == http::verb::post || verb == http::verb::put ||
+        verb == http::verb::patch) {
+      message.set(http::field::content_type, request.contentType);
+      message.body() = request.body;
+    }
+    message.keep_alive(true);
+    message.prepare_payload();
+    std::ostringstream out;
+    out << message;
+    return out.str();
+  };
+  for (const char* method : {"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "BREW"}) {
+    for (const char* body : {"", R"({"a":1})"}) {
+      for (const std::string& token : {std::string(), std::string("Bearer abc")}) {
+        SCOPED_TRACE(std::string(method) + " body=" + body + " token=" + token);
+        ApiRequest request;
+        request.method = method;
+        request.path = "/api/v1/pods?watch=1";
+        request.contentType = "application/merge-patch+json";
+        request.body = body;
+        EXPECT_EQ(detail::formatRequest(request, "/base" + request.path, "api.example:6443", token),
+                  beast(request, "/base" + request.path, token));
+      }
+    }
+  }
+}
 
 TEST_F(KeepAliveTransportTest, BindingsAndPatchesShareOneConnection) {
   KeepAliveTransport transport(server_.url(), nullptr, true);
@@ -194,6 +249,98 @@ TEST(KeepAliveTransportTls, AServerOfAnotherCaOrNameIsRefused) {
   // The certificate names 127.0.0.1 and localhost; "localhost" is verified by name.
   const std::string byName = "https://localhost:" + std::to_string(server.port());
   EXPECT_EQ(KeepAliveTransport(byName, material, true).send(get, "").status, 200);
+}
+
+// A server that answers one request with the given pieces, each written on its own (a pause
+// between them, so each arrives in a read of its own), then closes the connection.
+class PiecewiseServer {
+ public:
+  explicit PiecewiseServer(std::vector<std::string> pieces) {
+    namespace asio = boost::asio;
+    acceptor_.open(asio::ip::tcp::v4());
+    acceptor_.bind({asio::ip::make_address("127.0.0.1"), 0});
+    acceptor_.listen();
+    thread_ = std::thread([this, pieces = std::move(pieces)] {
+      asio::ip::tcp::socket socket(ioc_);
+      acceptor_.accept(socket);
+      std::string request;
+      boost::system::error_code ec;
+      asio::read_until(socket, asio::dynamic_buffer(request), "\r\n\r\n", ec);
+      for (const auto& piece : pieces) {
+        asio::write(socket, asio::buffer(piece), ec);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    });
+  }
+  ~PiecewiseServer() { thread_.join(); }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+  }
+
+ private:
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_{ioc_};
+  std::thread thread_;
+};
+
+std::vector<std::string> streamLines(const std::string& url, ApiResponse& response) {
+  KeepAliveTransport transport(url, nullptr, false);
+  std::vector<std::string> lines;
+  std::atomic<bool> cancel{false};
+  ApiRequest request;
+  request.path = "/api/v1/pods?watch=1";
+  response = transport.stream(
+      request, "",
+      [&](std::string_view line) {
+        lines.emplace_back(line);
+        return true;
+      },
+      cancel);
+  return lines;
+}
+
+// The watch body is parsed from the connection's buffer and read only when more is needed: chunk
+// headers and events split across reads, several events in one read, an event larger than a read.
+TEST(KeepAliveTransportStream, ChunksSplitAnyWayGiveTheSameLines) {
+  const std::string big(100'000, 'x');
+  const auto chunk = [](const std::string& data) {
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    return size + data + "\r\n";
+  };
+  const std::string all = chunk("{\"a\":1}\n{\"b\":2}\n") + chunk("{\"c\":") + chunk("3}\n") +
+                          chunk(big + "\n") + "0\r\n\r\n";
+  std::vector<std::string> pieces = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"};
+  for (std::size_t at = 0; at < all.size();) {  // 1, 2, 3, ... bytes, then the rest in 40 kB
+    const std::size_t n = pieces.size() < 12 ? pieces.size() : 40'000;
+    pieces.push_back(all.substr(at, n));
+    at += n;
+  }
+  PiecewiseServer server(pieces);
+  ApiResponse response;
+  const auto lines = streamLines(server.url(), response);
+  EXPECT_TRUE(response.ok()) << response.describe();
+  EXPECT_EQ(lines, (std::vector<std::string>{R"({"a":1})", R"({"b":2})", R"({"c":3})", big}));
+}
+
+// A body without a length ends where the connection does; a chunked one cut short is an error.
+TEST(KeepAliveTransportStream, TheEndOfTheConnection) {
+  {
+    PiecewiseServer server({"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"a\":1}\n", "{\"b\""});
+    ApiResponse response;
+    const auto lines = streamLines(server.url(), response);
+    EXPECT_TRUE(response.ok()) << response.describe();
+    EXPECT_EQ(lines, (std::vector<std::string>{R"({"a":1})", R"({"b")"}));
+  }
+  {
+    PiecewiseServer server(
+        {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n{\"a\":1}\n\r\n"});
+    ApiResponse response;
+    const auto lines = streamLines(server.url(), response);
+    EXPECT_EQ(lines, (std::vector<std::string>{R"({"a":1})"}));
+    EXPECT_THAT(response.transportError, HasSubstr("stream broken"));
+  }
 }
 
 }  // namespace

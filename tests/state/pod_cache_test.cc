@@ -172,6 +172,28 @@ TEST(PodCacheLifeCycle, EachStepSequenceEndsInItsStage) {
        Stage::kBound,
        "n1"},
       {"removed", {Op::kListBound, Op::kRemove}, Stage::kGone, ""},
+      // expire() looks only at assumed and only-offered pods: each step that enters or leaves
+      // the only-offered set.
+      {"offered, then listed: kept however long unseen",
+       {Op::kOffer, Op::kListUnbound, Op::kExpireUnseen},
+       Stage::kPending,
+       ""},
+      {"offered, assumed, bound: outlives both ttls",
+       {Op::kOffer, Op::kAssume, Op::kConfirm, Op::kExpireAssumed, Op::kExpireUnseen},
+       Stage::kBound,
+       "n1"},
+      {"offered, assumed, forgotten, then unseen: dropped",
+       {Op::kOffer, Op::kAssume, Op::kForget, Op::kExpireUnseen},
+       Stage::kGone,
+       ""},
+      {"offered, assumption expired, then unseen: dropped",
+       {Op::kOffer, Op::kAssume, Op::kExpireAssumed, Op::kExpireUnseen},
+       Stage::kGone,
+       ""},
+      {"offered and removed: expire finds nothing",
+       {Op::kOffer, Op::kRemove, Op::kExpireAssumed, Op::kExpireUnseen},
+       Stage::kGone,
+       ""},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

@@ -22,7 +22,7 @@
 // cache's (Entry::assumed), not the pod's. Every change marks what it affects in the DirtySet: the
 // pod's old and new node, or the pending set, and the provisional set when assumed-ness changes.
 // Indexes kept in step with the pods: pods on each node name (known node or not), unbound pods that
-// want GPUs, members of each gang, assumed uids.
+// want GPUs, members of each gang, assumed uids, uids only offered (not from the API, unbound).
 //
 // Thread-safety: none. state::Mirror serializes every call under its mutex.
 #pragma once
@@ -139,6 +139,9 @@ class PodCache {
   bool offeredIsDemand_ = true;
   std::unordered_map<std::string, std::set<std::string>> gangMembers_;  // by Pod::gangKey
   std::set<std::string> assumed_;
+  // Entries with !fromApi and no node: what expire() may drop. Kept so that expire() looks only
+  // at these and at assumed_, not at every pod.
+  std::set<std::string> offeredOnly_;
 };
 
 }  // namespace gpufair::state
