@@ -13,22 +13,15 @@ namespace {
 using detail::paperScore;
 
 // Whether the cluster's CPU is allocated at least `ratio` times as much as its GPUs (nodes with
-// GPUs that take new pods): CPU, not GPU, is then what runs out first.
+// GPUs that take new pods): CPU, not GPU, is then what runs out first. The snapshot keeps the sums
+// in integers; as doubles they are the same sums a walk over the nodes adds up (exact below 2^53).
 bool cpuBinds(const ClusterSnapshot& snapshot, double ratio) {
   if (ratio <= 0) return false;
-  double cpuUsed = 0;
-  double cpu = 0;
-  double gpuUsed = 0;
-  double gpu = 0;
-  for (const auto& n : snapshot.nodes()) {
-    if (!n->node().takesNewPods() || n->allocatable() <= 0) continue;
-    cpuUsed += static_cast<double>(std::min(n->cpuUsed(), n->node().cpuMilli));
-    cpu += static_cast<double>(n->node().cpuMilli);
-    gpuUsed += static_cast<double>(std::min(n->used(), n->allocatable()));
-    gpu += static_cast<double>(n->allocatable());
-  }
+  const GpuNodeUse& use = snapshot.gpuNodeUse();
+  const auto cpu = static_cast<double>(use.cpu);
+  const auto gpuUsed = static_cast<double>(use.gpuUsed);
   if (cpu <= 0 || gpuUsed <= 0) return false;
-  return cpuUsed / cpu >= ratio * (gpuUsed / gpu);
+  return static_cast<double>(use.cpuUsed) / cpu >= ratio * (gpuUsed / static_cast<double>(use.gpu));
 }
 
 // Free milli-GPUs that `freeCpu` milli-CPU cannot feed at `ratio` milli-CPU per milli-GPU.

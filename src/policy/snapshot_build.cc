@@ -32,6 +32,15 @@ bool holdsGangs(const NodeState& n) {
   return !n.gangs().empty();
 }
 
+// What `n` adds to ClusterSnapshot::gpuNodeUse(), negated when `sign` is -1.
+void addGpuNodeUse(GpuNodeUse& use, const NodeState& n, std::int64_t sign) {
+  if (!n.node().takesNewPods() || n.allocatable() <= 0) return;
+  use.cpu += sign * n.node().cpuMilli;
+  use.cpuUsed += sign * std::min(n.cpuUsed(), n.node().cpuMilli);
+  use.gpu += sign * n.allocatable();
+  use.gpuUsed += sign * std::min(n.used(), n.allocatable());
+}
+
 }  // namespace
 
 ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending,
@@ -75,6 +84,7 @@ ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot* previous,
 
 void ClusterSnapshot::addTotals(const NodeState& n) {
   allocated_ += n.used();
+  addGpuNodeUse(gpuNodeUse_, n, 1);
   if (!n.node().takesNewPods()) return;
   capacity_ += n.allocatable();
   free_ += n.free();
@@ -146,6 +156,7 @@ void ClusterSnapshot::updateNodes(const ClusterSnapshot& previous,
   capacity_ = previous.capacity_;
   allocated_ = previous.allocated_;
   free_ = previous.free_;
+  gpuNodeUse_ = previous.gpuNodeUse_;
   frees_ = previous.frees_;
   maxNodeGpus_ = previous.maxNodeGpus_;
   maxNodeCpu_ = previous.maxNodeCpu_;
@@ -155,6 +166,8 @@ void ClusterSnapshot::updateNodes(const ClusterSnapshot& previous,
     const NodeState& was = *previous.nodes_[i];
     const NodeState& now = *nodes_[i];
     allocated_ += now.used() - was.used();
+    addGpuNodeUse(gpuNodeUse_, was, -1);
+    addGpuNodeUse(gpuNodeUse_, now, 1);
     if (was.node().takesNewPods()) {
       capacity_ -= was.allocatable();
       free_ -= was.free();
