@@ -212,21 +212,17 @@ double ModelPressure::of(std::string_view model) const {
 ModelPressure modelPressure(const ClusterSnapshot& snapshot, const Workload& workload,
                             bool byFree) {
   ModelPressure p;
+  // The snapshot's sums by model are integers: as doubles they are the sums a walk over the nodes
+  // adds up (exact below 2^53).
   std::vector<double> supply;
-  double totalSupply = 0;
-  for (const auto& n : snapshot.nodes()) {
-    if (!n->node().takesNewPods() || n->allocatable() <= 0) continue;
-    const std::string& model = n->node().gpuModel;
-    auto it = std::lower_bound(p.models.begin(), p.models.end(), model);
-    const auto k = static_cast<std::size_t>(it - p.models.begin());
-    if (it == p.models.end() || *it != model) {
-      p.models.insert(it, model);
-      supply.insert(supply.begin() + static_cast<std::ptrdiff_t>(k), 0.0);
-    }
-    const double g = static_cast<double>(byFree ? n->free() : n->allocatable());
-    supply[k] += g;
-    totalSupply += g;
+  MilliGpu total = 0;
+  for (const ModelGpus& m : snapshot.modelGpus()) {
+    const MilliGpu g = byFree ? m.free : m.allocatable;
+    p.models.push_back(m.model);
+    supply.push_back(static_cast<double>(g));
+    total += g;
   }
+  const auto totalSupply = static_cast<double>(total);
   p.pressure.assign(p.models.size(), 0.0);
   double demand = 0;
   for (const auto& w : workload.shapes()) {

@@ -37,10 +37,39 @@ GpuNodeUse walkGpuNodeUse(const ClusterSnapshot& s) {
   return use;
 }
 
+// modelGpus() as a walk over the nodes computes it.
+std::string walkModelGpus(const ClusterSnapshot& s) {
+  std::map<std::string, ModelGpus> byModel;
+  for (const NodeState* n : s.nodes()) {
+    if (!n->node().takesNewPods() || n->allocatable() <= 0) continue;
+    ModelGpus& m = byModel[n->node().gpuModel];
+    m.nodes += 1;
+    m.free += n->free();
+    m.allocatable += n->allocatable();
+  }
+  std::ostringstream out;
+  for (const auto& entry : byModel) {
+    const ModelGpus& m = entry.second;
+    out << entry.first << ' ' << m.nodes << ' ' << m.free << '/' << m.allocatable << '\n';
+  }
+  return out.str();
+}
+
+std::string keptModelGpus(const ClusterSnapshot& s) {
+  std::ostringstream out;
+  for (const ModelGpus& m : s.modelGpus()) {
+    out << m.model << ' ' << m.nodes << ' ' << m.free << '/' << m.allocatable << '\n';
+  }
+  return out.str();
+}
+
 // Everything a reader can see of a snapshot, as text: two snapshots that print the same answer
 // every question the same.
 std::string describe(const ClusterSnapshot& s) {
   std::ostringstream out;
+  for (const ModelGpus& m : s.modelGpus()) {
+    out << "model " << m.model << ' ' << m.nodes << ' ' << m.free << '/' << m.allocatable << '\n';
+  }
   const GpuNodeUse& use = s.gpuNodeUse();
   out << "use=" << use.cpu << '/' << use.cpuUsed << '/' << use.gpu << '/' << use.gpuUsed << '\n';
   out << "cap=" << s.capacity() << " alloc=" << s.allocated() << " free=" << s.free()
@@ -81,7 +110,8 @@ class Cluster {
                            .gpus(i == 7       ? 0
                                  : i % 3 == 0 ? 4
                                               : 8)
-                           .cpu(32));
+                           .cpu(32)
+                           .model(i % 2 ? "T4" : "V100"));
     }
     // Enough pending pods for several chunks, so a change shares the chunks it does not touch.
     PendingPods waiting;
@@ -196,6 +226,7 @@ TEST(SnapshotSharing, TheNextSnapshotEqualsAFullBuildAndLeavesThePreviousUnchang
       ASSERT_EQ(std::tie(kept.cpu, kept.cpuUsed, kept.gpu, kept.gpuUsed),
                 std::tie(walked.cpu, walked.cpuUsed, walked.gpu, walked.gpuUsed))
           << "step " << i;
+      ASSERT_EQ(keptModelGpus(*next), walkModelGpus(*next)) << "step " << i;
       EXPECT_TRUE(next->sharesNodeIndexWith(*current));
       if (!pendingChanged) {
         // (The first snapshot is a full build with a list of its own.)

@@ -224,6 +224,15 @@ struct GpuNodeUse {
   MilliGpu gpuUsed = 0;
 };
 
+// One GPU model over the nodes with GPUs that take new pods: how many, their free and allocatable
+// GPUs.
+struct ModelGpus {
+  std::string model;
+  int nodes = 0;
+  MilliGpu free = 0;
+  MilliGpu allocatable = 0;
+};
+
 class ClusterSnapshot {
  public:
   // nodes may come in any order; they are kept sorted by name. pending: unbound pods known to want
@@ -282,6 +291,8 @@ class ClusterSnapshot {
   int nodesWithFree(MilliGpu gpus) const;
   // Kept from the change as the totals above are: O(1) to read.
   const GpuNodeUse& gpuNodeUse() const { return gpuNodeUse_; }
+  // By model (sorted), kept from the change likewise: O(models) to read.
+  std::span<const ModelGpus> modelGpus() const { return *modelGpus_; }
 
   // Whether this snapshot and `other` share one node-name index (built once, see the
   // constructor from a previous snapshot). For tests and diagnostics.
@@ -361,6 +372,7 @@ class ClusterSnapshot {
   MilliGpu allocated_ = 0;
   MilliGpu free_ = 0;
   GpuNodeUse gpuNodeUse_;
+  std::shared_ptr<const std::vector<ModelGpus>> modelGpus_;  // never null
   std::vector<MilliGpu> frees_;  // free GPUs of nodes taking new pods, ascending
   SnapshotOptions options_;
   MilliGpu maxNodeGpus_ = 0;
