@@ -13,22 +13,15 @@ namespace {
 using detail::paperScore;
 
 // Whether the cluster's CPU is allocated at least `ratio` times as much as its GPUs (nodes with
-// GPUs that take new pods): CPU, not GPU, is then what runs out first.
+// GPUs that take new pods): CPU, not GPU, is then what runs out first. The snapshot keeps the sums
+// in integers; as doubles they are the same sums a walk over the nodes adds up (exact below 2^53).
 bool cpuBinds(const ClusterSnapshot& snapshot, double ratio) {
   if (ratio <= 0) return false;
-  double cpuUsed = 0;
-  double cpu = 0;
-  double gpuUsed = 0;
-  double gpu = 0;
-  for (const auto& n : snapshot.nodes()) {
-    if (!n->node().takesNewPods() || n->allocatable() <= 0) continue;
-    cpuUsed += static_cast<double>(std::min(n->cpuUsed(), n->node().cpuMilli));
-    cpu += static_cast<double>(n->node().cpuMilli);
-    gpuUsed += static_cast<double>(std::min(n->used(), n->allocatable()));
-    gpu += static_cast<double>(n->allocatable());
-  }
+  const GpuNodeUse& use = snapshot.gpuNodeUse();
+  const auto cpu = static_cast<double>(use.cpu);
+  const auto gpuUsed = static_cast<double>(use.gpuUsed);
   if (cpu <= 0 || gpuUsed <= 0) return false;
-  return cpuUsed / cpu >= ratio * (gpuUsed / gpu);
+  return static_cast<double>(use.cpuUsed) / cpu >= ratio * (gpuUsed / static_cast<double>(use.gpu));
 }
 
 // Free milli-GPUs that `freeCpu` milli-CPU cannot feed at `ratio` milli-CPU per milli-GPU.
@@ -221,21 +214,17 @@ double ModelPressure::of(std::string_view model) const {
 ModelPressure modelPressure(const ClusterSnapshot& snapshot, const Workload& workload,
                             bool byFree) {
   ModelPressure p;
+  // The snapshot's sums by model are integers: as doubles they are the sums a walk over the nodes
+  // adds up (exact below 2^53).
   std::vector<double> supply;
-  double totalSupply = 0;
-  for (const auto& n : snapshot.nodes()) {
-    if (!n->node().takesNewPods() || n->allocatable() <= 0) continue;
-    const std::string& model = n->node().gpuModel;
-    auto it = std::lower_bound(p.models.begin(), p.models.end(), model);
-    const auto k = static_cast<std::size_t>(it - p.models.begin());
-    if (it == p.models.end() || *it != model) {
-      p.models.insert(it, model);
-      supply.insert(supply.begin() + static_cast<std::ptrdiff_t>(k), 0.0);
-    }
-    const double g = static_cast<double>(byFree ? n->free() : n->allocatable());
-    supply[k] += g;
-    totalSupply += g;
+  MilliGpu total = 0;
+  for (const ModelGpus& m : snapshot.modelGpus()) {
+    const MilliGpu g = byFree ? m.free : m.allocatable;
+    p.models.push_back(m.model);
+    supply.push_back(static_cast<double>(g));
+    total += g;
   }
+  const auto totalSupply = static_cast<double>(total);
   p.pressure.assign(p.models.size(), 0.0);
   double demand = 0;
   for (const auto& w : workload.shapes()) {

@@ -32,6 +32,33 @@ bool holdsGangs(const NodeState& n) {
   return !n.gangs().empty();
 }
 
+// What `n` adds to ClusterSnapshot::gpuNodeUse(), negated when `sign` is -1.
+void addGpuNodeUse(GpuNodeUse& use, const NodeState& n, std::int64_t sign) {
+  if (!n.node().takesNewPods() || n.allocatable() <= 0) return;
+  use.cpu += sign * n.node().cpuMilli;
+  use.cpuUsed += sign * std::min(n.cpuUsed(), n.node().cpuMilli);
+  use.gpu += sign * n.allocatable();
+  use.gpuUsed += sign * std::min(n.used(), n.allocatable());
+}
+
+// What `n` adds to ClusterSnapshot::modelGpus(), taken away when `sign` is -1 (a model without
+// nodes left is dropped).
+void addModelGpus(std::vector<ModelGpus>& models, const NodeState& n, int sign) {
+  if (!n.node().takesNewPods() || n.allocatable() <= 0) return;
+  const std::string& model = n.node().gpuModel;
+  auto it = std::lower_bound(models.begin(), models.end(), model,
+                             [](const ModelGpus& m, const std::string& x) { return m.model < x; });
+  if (it == models.end() || it->model != model) {
+    ModelGpus added;
+    added.model = model;
+    it = models.insert(it, std::move(added));
+  }
+  it->nodes += sign;
+  it->free += sign * n.free();
+  it->allocatable += sign * n.allocatable();
+  if (it->nodes <= 0) models.erase(it);
+}
+
 }  // namespace
 
 ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending,
@@ -75,6 +102,7 @@ ClusterSnapshot::ClusterSnapshot(const ClusterSnapshot* previous,
 
 void ClusterSnapshot::addTotals(const NodeState& n) {
   allocated_ += n.used();
+  addGpuNodeUse(gpuNodeUse_, n, 1);
   if (!n.node().takesNewPods()) return;
   capacity_ += n.allocatable();
   free_ += n.free();
@@ -108,6 +136,7 @@ void ClusterSnapshot::indexNodes(std::span<const NodeStatePtr> nodes) {
   index->slots.assign(slotCount, Slot{});
   index->names.reserve(nodes_.size());
   frees_.reserve(nodes_.size());
+  auto models = std::make_shared<std::vector<ModelGpus>>();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const NodeState& n = *nodes_[i];
     index->names.push_back(n.name());
@@ -119,8 +148,10 @@ void ClusterSnapshot::indexNodes(std::span<const NodeStatePtr> nodes) {
       }
     }
     addTotals(n);
+    addModelGpus(*models, n, 1);
     if (n.node().takesNewPods()) frees_.push_back(n.free());
   }
+  modelGpus_ = std::move(models);
   std::sort(frees_.begin(), frees_.end());
   index_ = std::move(index);
 }
@@ -146,6 +177,9 @@ void ClusterSnapshot::updateNodes(const ClusterSnapshot& previous,
   capacity_ = previous.capacity_;
   allocated_ = previous.allocated_;
   free_ = previous.free_;
+  gpuNodeUse_ = previous.gpuNodeUse_;
+  modelGpus_ = previous.modelGpus_;
+  std::shared_ptr<std::vector<ModelGpus>> models;
   frees_ = previous.frees_;
   maxNodeGpus_ = previous.maxNodeGpus_;
   maxNodeCpu_ = previous.maxNodeCpu_;
@@ -155,6 +189,14 @@ void ClusterSnapshot::updateNodes(const ClusterSnapshot& previous,
     const NodeState& was = *previous.nodes_[i];
     const NodeState& now = *nodes_[i];
     allocated_ += now.used() - was.used();
+    addGpuNodeUse(gpuNodeUse_, was, -1);
+    addGpuNodeUse(gpuNodeUse_, now, 1);
+    if (models == nullptr) {
+      models = std::make_shared<std::vector<ModelGpus>>(*previous.modelGpus_);
+      modelGpus_ = models;
+    }
+    addModelGpus(*models, was, -1);
+    addModelGpus(*models, now, 1);
     if (was.node().takesNewPods()) {
       capacity_ -= was.allocatable();
       free_ -= was.free();

@@ -1,11 +1,13 @@
 // ClusterSnapshot built from the previous one and the changed nodes: the same snapshot as a full
 // build, sharing what did not change, and never touching the previous one (snapshot.h).
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -22,10 +24,54 @@ using testing::MakeNode;
 using testing::MakePod;
 using testing::MakeQueue;
 
+// gpuNodeUse() as a walk over the nodes computes it.
+GpuNodeUse walkGpuNodeUse(const ClusterSnapshot& s) {
+  GpuNodeUse use;
+  for (const NodeState* n : s.nodes()) {
+    if (!n->node().takesNewPods() || n->allocatable() <= 0) continue;
+    use.cpu += n->node().cpuMilli;
+    use.cpuUsed += std::min(n->cpuUsed(), n->node().cpuMilli);
+    use.gpu += n->allocatable();
+    use.gpuUsed += std::min(n->used(), n->allocatable());
+  }
+  return use;
+}
+
+// modelGpus() as a walk over the nodes computes it.
+std::string walkModelGpus(const ClusterSnapshot& s) {
+  std::map<std::string, ModelGpus> byModel;
+  for (const NodeState* n : s.nodes()) {
+    if (!n->node().takesNewPods() || n->allocatable() <= 0) continue;
+    ModelGpus& m = byModel[n->node().gpuModel];
+    m.nodes += 1;
+    m.free += n->free();
+    m.allocatable += n->allocatable();
+  }
+  std::ostringstream out;
+  for (const auto& entry : byModel) {
+    const ModelGpus& m = entry.second;
+    out << entry.first << ' ' << m.nodes << ' ' << m.free << '/' << m.allocatable << '\n';
+  }
+  return out.str();
+}
+
+std::string keptModelGpus(const ClusterSnapshot& s) {
+  std::ostringstream out;
+  for (const ModelGpus& m : s.modelGpus()) {
+    out << m.model << ' ' << m.nodes << ' ' << m.free << '/' << m.allocatable << '\n';
+  }
+  return out.str();
+}
+
 // Everything a reader can see of a snapshot, as text: two snapshots that print the same answer
 // every question the same.
 std::string describe(const ClusterSnapshot& s) {
   std::ostringstream out;
+  for (const ModelGpus& m : s.modelGpus()) {
+    out << "model " << m.model << ' ' << m.nodes << ' ' << m.free << '/' << m.allocatable << '\n';
+  }
+  const GpuNodeUse& use = s.gpuNodeUse();
+  out << "use=" << use.cpu << '/' << use.cpuUsed << '/' << use.gpu << '/' << use.gpuUsed << '\n';
   out << "cap=" << s.capacity() << " alloc=" << s.allocated() << " free=" << s.free()
       << " block=" << s.largestFreeBlock() << " max=" << s.maxNodeGpus() << '/' << s.maxNodeCpu()
       << '/' << s.maxNodeMemory() << " pending=" << s.pending().size() << '\n';
@@ -59,7 +105,13 @@ class Cluster {
     quota_.queues = {MakeQueue("team-a").deserved(8), MakeQueue("team-b").deserved(4)};
     quota_.queues[1].parent = "team-a";
     for (int i = 0; i < 10; ++i) {
-      nodes_.push_back(MakeNode("n" + std::to_string(i)).gpus(i % 3 == 0 ? 4 : 8).cpu(32));
+      // (One node without GPUs: it counts in no GPU-node sum.)
+      nodes_.push_back(MakeNode("n" + std::to_string(i))
+                           .gpus(i == 7       ? 0
+                                 : i % 3 == 0 ? 4
+                                              : 8)
+                           .cpu(32)
+                           .model(i % 2 ? "T4" : "V100"));
     }
     // Enough pending pods for several chunks, so a change shares the chunks it does not touch.
     PendingPods waiting;
@@ -90,6 +142,7 @@ class Cluster {
       case 0: {  // a pod bound (some borrowed, some gang members)
         auto pod = MakePod(rng() % 2 ? "team-a" : "team-b", "p" + std::to_string(seq_++))
                        .gpus(1 + rng() % 2)
+                       .cpu(static_cast<double>(rng() % 24))  // sometimes more than the node has
                        .on(nodes_[n].name);
         if (rng() % 3 == 0) pod.overQuota();
         if (rng() % 3 == 0) pod.gang("g" + std::to_string(rng() % 2), 3);
@@ -168,6 +221,12 @@ TEST(SnapshotSharing, TheNextSnapshotEqualsAFullBuildAndLeavesThePreviousUnchang
       const std::vector<std::size_t> changed = cluster.step(rng, pendingChanged);
       SnapshotPtr next = cluster.next(*current, changed);
       ASSERT_EQ(describe(*next), describe(*cluster.full())) << "step " << i;
+      const GpuNodeUse walked = walkGpuNodeUse(*next);
+      const GpuNodeUse& kept = next->gpuNodeUse();
+      ASSERT_EQ(std::tie(kept.cpu, kept.cpuUsed, kept.gpu, kept.gpuUsed),
+                std::tie(walked.cpu, walked.cpuUsed, walked.gpu, walked.gpuUsed))
+          << "step " << i;
+      ASSERT_EQ(keptModelGpus(*next), walkModelGpus(*next)) << "step " << i;
       EXPECT_TRUE(next->sharesNodeIndexWith(*current));
       if (!pendingChanged) {
         // (The first snapshot is a full build with a list of its own.)

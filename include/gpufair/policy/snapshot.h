@@ -215,6 +215,24 @@ struct GangState {
 // else the default queue. Returns an empty string when the label names a queue that does not exist.
 std::string resolveQueue(const QuotaConfig& config, std::string_view ns, const Labels& labels);
 
+// CPU and GPUs over the nodes with GPUs that take new pods: allocatable, and allocated with each
+// node's use capped at its allocatable (what tells whether CPU or GPUs run out first).
+struct GpuNodeUse {
+  std::int64_t cpu = 0;
+  std::int64_t cpuUsed = 0;
+  MilliGpu gpu = 0;
+  MilliGpu gpuUsed = 0;
+};
+
+// One GPU model over the nodes with GPUs that take new pods: how many, their free and allocatable
+// GPUs.
+struct ModelGpus {
+  std::string model;
+  int nodes = 0;
+  MilliGpu free = 0;
+  MilliGpu allocatable = 0;
+};
+
 class ClusterSnapshot {
  public:
   // nodes may come in any order; they are kept sorted by name. pending: unbound pods known to want
@@ -271,6 +289,10 @@ class ClusterSnapshot {
   MilliGpu largestFreeBlock() const { return frees_.empty() ? 0 : frees_.back(); }
   // How many nodes that take new pods have at least `gpus` free.
   int nodesWithFree(MilliGpu gpus) const;
+  // Kept from the change as the totals above are: O(1) to read.
+  const GpuNodeUse& gpuNodeUse() const { return gpuNodeUse_; }
+  // By model (sorted), kept from the change likewise: O(models) to read.
+  std::span<const ModelGpus> modelGpus() const { return *modelGpus_; }
 
   // Whether this snapshot and `other` share one node-name index (built once, see the
   // constructor from a previous snapshot). For tests and diagnostics.
@@ -349,6 +371,8 @@ class ClusterSnapshot {
   MilliGpu capacity_ = 0;
   MilliGpu allocated_ = 0;
   MilliGpu free_ = 0;
+  GpuNodeUse gpuNodeUse_;
+  std::shared_ptr<const std::vector<ModelGpus>> modelGpus_;  // never null
   std::vector<MilliGpu> frees_;  // free GPUs of nodes taking new pods, ascending
   SnapshotOptions options_;
   MilliGpu maxNodeGpus_ = 0;
