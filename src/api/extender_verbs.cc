@@ -136,8 +136,12 @@ policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
   snapshot = reserveGangIfFirst(mirror_, args.pod, std::move(snapshot));
   const std::span<const std::ptrdiff_t> positions =
       threadPositions.resolve(snapshot, args.candidates);
-  policy::FilterResult result = policy::filter(*snapshot, args.pod, args.candidates, positions);
-  narrow(*snapshot, args.pod, args.candidates, positions, result);
+  // All mode keeps every feasible node; best and top-N keep the filterMode_.keep best by the
+  // scorer, found in one pass from the positions. The nodes left out are not FailedNodes: a node
+  // is feasible, so kube-scheduler never reads reasons (they only explain a pod that fits
+  // nowhere), and one reason per node made the answer grow with the cluster (bench/RESULTS.md).
+  policy::FilterResult result = policy::filterRanked(*snapshot, args.pod, args.candidates,
+                                                     positions, scorer_, filterMode_.keep);
 
   spdlog::debug(
       "filter {} ({} GPUs, queue {}): {} of {} nodes feasible, {} failed, {} unresolvable",
@@ -153,28 +157,6 @@ policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
     }
   }
   return result;
-}
-
-void ExtenderService::narrow(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
-                             std::span<const std::string_view> candidates,
-                             std::span<const std::ptrdiff_t> positions,
-                             policy::FilterResult& result) const {
-  const std::size_t keep = filterMode_.keep;
-  if (keep == 0 || result.feasible.size() <= keep) return;
-  // Ranked from the positions filterArgs filtered with: no second lookup and fit check per node.
-  const std::vector<std::size_t> order =
-      policy::rankFeasible(snapshot, pod, candidates, positions, result.feasible, scorer_, keep);
-  std::vector<bool> kept(result.feasible.size(), false);
-  for (std::size_t i = 0; i < keep && i < order.size(); ++i) kept[order[i]] = true;
-  // The nodes left out are not FailedNodes: a node is feasible, so kube-scheduler never reads
-  // reasons (they only explain a pod that fits nowhere), and one reason per node made the answer
-  // grow with the cluster (bench/RESULTS.md, load driver).
-  std::vector<std::string_view> feasible;
-  feasible.reserve(keep);
-  for (std::size_t i = 0; i < result.feasible.size(); ++i) {
-    if (kept[i]) feasible.push_back(result.feasible[i]);
-  }
-  result.feasible = std::move(feasible);
 }
 
 Response ExtenderService::prioritize(std::string_view body) {

@@ -27,11 +27,12 @@ namespace {
 // filterPod over candidates whose node states `nodeAt(i)` finds (nullptr: unknown): by name
 // (filterPod) or by the positions CandidatePositions resolved, the same steps. shapeAt(i) is the
 // candidate's node shape (node_shape.h; kOwnShape: check it by itself): fit is checked once per
-// shape, `shapes` being how many there are.
-template <class NodeAt, class ShapeAt>
+// shape, `shapes` being how many there are. onFit(r, i, node): candidate i fits (keepName adds its
+// name to r.feasible).
+template <class NodeAt, class ShapeAt, class OnFit>
 FilterResult filterFound(const ClusterSnapshot& snapshot, const Pod& pod,
                          std::span<const std::string_view> candidates, NodeAt&& nodeAt,
-                         std::uint32_t shapes, ShapeAt&& shapeAt) {
+                         std::uint32_t shapes, ShapeAt&& shapeAt, OnFit&& onFit) {
   FilterResult r;
   const FitOptions& options = snapshot.fitOptions();
   if (pod.gpus == 0 && !options.checkCpuMemory) {
@@ -44,7 +45,6 @@ FilterResult filterFound(const ClusterSnapshot& snapshot, const Pod& pod,
     for (std::string_view name : candidates) reject(r, name, r.admission.status);
     return r;
   }
-  r.feasible.reserve(candidates.size());
   std::vector<std::int8_t> shapeFits(shapes, -1);  // per shape: -1 not checked yet, 0 no, 1 yes
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const std::string_view name = candidates[i];
@@ -64,12 +64,39 @@ FilterResult filterFound(const ClusterSnapshot& snapshot, const Pod& pod,
       fits = nodeFits(*node, pod, options);
     }
     if (fits) {
-      r.feasible.push_back(name);
+      onFit(r, i, node);
     } else {
       reject(r, name, fitsNode(*node, pod, options));
     }
   }
   return r;
+}
+
+auto keepName(std::span<const std::string_view> candidates) {
+  return [candidates](FilterResult& r, std::size_t i, const NodeState*) {
+    if (r.feasible.empty()) r.feasible.reserve(candidates.size());
+    r.feasible.push_back(candidates[i]);
+  };
+}
+
+// filterFound over the candidates' positions in snapshot.nodes().
+template <class OnFit>
+FilterResult filterAt(const ClusterSnapshot& snapshot, const Pod& pod,
+                      std::span<const std::string_view> candidates,
+                      std::span<const std::ptrdiff_t> positions, OnFit&& onFit) {
+  const auto nodes = snapshot.nodes();
+  const NodeShapes* shapes = snapshot.nodeShapes();
+  auto nodeAt = [&](std::size_t i) -> const NodeState* {
+    const std::ptrdiff_t at = positions[i];
+    return at < 0 ? nullptr : nodes[static_cast<std::size_t>(at)];
+  };
+  if (shapes == nullptr) {
+    return filterFound(
+        snapshot, pod, candidates, nodeAt, 0, [](std::size_t) { return kOwnShape; }, onFit);
+  }
+  return filterFound(
+      snapshot, pod, candidates, nodeAt, shapes->count,
+      [&](std::size_t i) { return shapes->of[static_cast<std::size_t>(positions[i])]; }, onFit);
 }
 
 }  // namespace
@@ -78,24 +105,13 @@ FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
                        std::span<const std::string_view> candidates) {
   return filterFound(
       snapshot, pod, candidates, [&](std::size_t i) { return snapshot.findNode(candidates[i]); }, 0,
-      [](std::size_t) { return kOwnShape; });
+      [](std::size_t) { return kOwnShape; }, keepName(candidates));
 }
 
 FilterResult filterPod(const ClusterSnapshot& snapshot, const Pod& pod,
                        std::span<const std::string_view> candidates,
                        std::span<const std::ptrdiff_t> positions) {
-  const auto nodes = snapshot.nodes();
-  const NodeShapes* shapes = snapshot.nodeShapes();
-  auto nodeAt = [&](std::size_t i) -> const NodeState* {
-    const std::ptrdiff_t at = positions[i];
-    return at < 0 ? nullptr : nodes[static_cast<std::size_t>(at)];
-  };
-  if (shapes == nullptr) {
-    return filterFound(snapshot, pod, candidates, nodeAt, 0, [](std::size_t) { return kOwnShape; });
-  }
-  return filterFound(snapshot, pod, candidates, nodeAt, shapes->count, [&](std::size_t i) {
-    return shapes->of[static_cast<std::size_t>(positions[i])];
-  });
+  return filterAt(snapshot, pod, candidates, positions, keepName(candidates));
 }
 
 FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
@@ -103,100 +119,6 @@ FilterResult filter(const ClusterSnapshot& snapshot, const Pod& pod,
                     std::span<const std::ptrdiff_t> positions) {
   if (pod.inGang()) return filterGangMember(snapshot, pod, candidates);
   return filterPod(snapshot, pod, candidates, positions);
-}
-
-namespace {
-
-// The names as one stretch of memory: each begins `gap` bytes after the end of the one before,
-// the same gap throughout and at most kMaxGap (a parser's string buffer puts a length and a
-// terminator between strings; two separate allocations are never that close, so the stretch is
-// one object's memory). Empty when they are not laid out so.
-std::string_view stretchOf(std::span<const std::string_view> names, std::size_t& gap) {
-  constexpr std::uintptr_t kMaxGap = 8;
-  if (names.size() < 2) return {};
-  auto address = [](const char* p) { return reinterpret_cast<std::uintptr_t>(p); };
-  const std::uintptr_t firstEnd = address(names[0].data()) + names[0].size();
-  if (address(names[1].data()) < firstEnd || address(names[1].data()) - firstEnd > kMaxGap) {
-    return {};
-  }
-  const std::uintptr_t step = address(names[1].data()) - firstEnd;
-  for (std::size_t i = 1; i < names.size(); ++i) {
-    if (address(names[i].data()) != address(names[i - 1].data()) + names[i - 1].size() + step) {
-      return {};
-    }
-  }
-  gap = static_cast<std::size_t>(step);
-  const std::string_view& last = names.back();
-  return {names[0].data(),
-          static_cast<std::size_t>(address(last.data()) + last.size() - address(names[0].data()))};
-}
-
-}  // namespace
-
-std::span<const std::ptrdiff_t> CandidatePositions::resolve(
-    const SnapshotPtr& snapshot, std::span<const std::string_view> candidates) {
-  if (indexed_ == nullptr || !snapshot->sharesNodeIndexWith(*indexed_)) {
-    names_.clear();
-    ends_.clear();
-    previous_.clear();
-    stretch_.clear();
-  }
-  indexed_ = snapshot;
-  positions_.resize(candidates.size());
-  lookedUp_ = 0;
-  auto previousName = [&](std::size_t j) {
-    const std::size_t begin = j == 0 ? 0 : ends_[j - 1];
-    return std::string_view(names_).substr(begin, ends_[j] - begin);
-  };
-  // The usual request: the very list of the last call. When both lie in memory as one stretch
-  // with the same gap, the same name lengths and the same bytes throughout mean the same names:
-  // one comparison of the stretch instead of one per name.
-  std::size_t gap = 0;
-  const std::string_view stretch = stretchOf(candidates, gap);
-  sameStretch_ = false;
-  if (!stretch.empty() && !stretch_.empty() && gap == gap_ && candidates.size() == ends_.size() &&
-      stretch.size() == stretch_.size()) {
-    bool sameLengths = true;
-    for (std::size_t i = 0; i < candidates.size() && sameLengths; ++i) {
-      sameLengths = candidates[i].size() == ends_[i] - (i == 0 ? 0 : ends_[i - 1]);
-    }
-    if (sameLengths && stretch == std::string_view(stretch_)) {
-      sameStretch_ = true;
-      return positions_;  // what the last call found, for the same names
-    }
-  }
-  stretch_.assign(stretch);
-  gap_ = gap;
-  // Walk both lists: a name equal to the next one of the previous list, or to one a little later
-  // in it (nodes dropped from the list between two requests), takes its position and the walk
-  // goes on after it; any other name is looked up.
-  constexpr std::size_t kLookAhead = 8;
-  std::size_t j = 0;
-  bool same = candidates.size() == ends_.size();  // so far, name i was the previous list's i
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    const std::string_view name = candidates[i];
-    std::size_t k = j;
-    while (k < ends_.size() && k <= j + kLookAhead && previousName(k) != name) ++k;
-    if (k < ends_.size() && k <= j + kLookAhead) {
-      positions_[i] = previous_[k];
-      same = same && k == i;
-      j = k + 1;
-      continue;
-    }
-    positions_[i] = snapshot->nodeIndex(name);
-    ++lookedUp_;
-    same = false;
-  }
-  // The very list of the last call: what is remembered is already this list.
-  if (same) return positions_;
-  names_.clear();
-  ends_.clear();
-  for (std::string_view name : candidates) {
-    names_.append(name);
-    ends_.push_back(names_.size());
-  }
-  previous_.assign(positions_.begin(), positions_.end());
-  return positions_;
 }
 
 namespace {
@@ -369,6 +291,61 @@ std::vector<std::size_t> rankFeasible(const ClusterSnapshot& snapshot, const Pod
     scoreByShape(snapshot, pod, scorer, *shapes, at, fitting);
   }
   return placementOrder(fitting, pod, feasible.size(), limit);
+}
+
+namespace {
+
+// Keeps the feasible names at the given indexes (into r.feasible), in r.feasible's order.
+void keepFeasible(FilterResult& r, std::span<const std::size_t> order) {
+  std::vector<bool> kept(r.feasible.size(), false);
+  for (std::size_t i : order) kept[i] = true;
+  std::vector<std::string_view> feasible;
+  feasible.reserve(order.size());
+  for (std::size_t i = 0; i < r.feasible.size(); ++i) {
+    if (kept[i]) feasible.push_back(r.feasible[i]);
+  }
+  r.feasible = std::move(feasible);
+}
+
+}  // namespace
+
+FilterResult filterRanked(const ClusterSnapshot& snapshot, const Pod& pod,
+                          std::span<const std::string_view> candidates,
+                          std::span<const std::ptrdiff_t> positions, const Scorer& scorer,
+                          std::size_t keep) {
+  // The gang rules, and pods fit leaves alone, answer by name: filter, then rank the answer.
+  if (keep == 0 || pod.inGang() || (pod.gpus == 0 && !snapshot.fitOptions().checkCpuMemory)) {
+    FilterResult r = filter(snapshot, pod, candidates, positions);
+    if (keep == 0 || r.feasible.size() <= keep) return r;
+    keepFeasible(r, rankFeasible(snapshot, pod, candidates, positions, r.feasible, scorer, keep));
+    return r;
+  }
+  // One pass: the nodes that fit go straight to the ranking, by position (where: the candidate).
+  FittingScores fitting;
+  std::vector<std::size_t> at;  // each fitting node's position in snapshot.nodes()
+  FilterResult r = filterAt(snapshot, pod, candidates, positions,
+                            [&](FilterResult&, std::size_t i, const NodeState* node) {
+                              fitting.nodes.push_back(node);
+                              fitting.where.push_back(i);
+                              at.push_back(static_cast<std::size_t>(positions[i]));
+                            });
+  std::vector<std::size_t> picked;
+  if (fitting.where.size() <= keep) {
+    picked = fitting.where;
+  } else {
+    const NodeShapes* shapes = snapshot.nodeShapes();
+    if (shapes == nullptr || !scorer.scoresByNodeShape()) {
+      scoreFound(snapshot, pod, scorer, fitting);
+    } else {
+      scoreByShape(snapshot, pod, scorer, *shapes, at, fitting);
+    }
+    // Every candidate in `fitting` and more than `keep` of them: the first `keep` are all fitting.
+    picked = placementOrder(fitting, pod, candidates.size(), keep);
+    std::sort(picked.begin(), picked.end());  // the answer keeps the candidates' order
+  }
+  r.feasible.reserve(picked.size());
+  for (std::size_t i : picked) r.feasible.push_back(candidates[i]);
+  return r;
 }
 
 }  // namespace gpufair::policy

@@ -6,6 +6,7 @@
 #include <array>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,67 @@ std::vector<std::string> nextList(std::mt19937& rng, std::vector<std::string> li
   if (list.size() > 1 && rng() % 4 == 0)
     std::swap(list[rng() % list.size()], list[rng() % list.size()]);
   return list;
+}
+
+// What /filter answers in best and top-N modes without the one pass: filter by name, then, when
+// more than `keep` fit, the first `keep` of rankCandidates' order over the feasible names (all
+// mode's ranking), kept in the candidates' order.
+FilterResult plainRanked(const ClusterSnapshot& snapshot, const Pod& pod,
+                         std::span<const std::string_view> candidates, const Scorer& scorer,
+                         std::size_t keep) {
+  FilterResult r = filter(snapshot, pod, candidates);
+  if (r.feasible.size() <= keep) return r;
+  const std::vector<std::size_t> order = rankCandidates(snapshot, pod, r.feasible, scorer, keep);
+  std::vector<std::string_view> kept;
+  for (std::size_t i = 0; i < r.feasible.size(); ++i) {
+    if (std::find(order.begin(), order.end(), i) != order.end()) kept.push_back(r.feasible[i]);
+  }
+  r.feasible = kept;
+  return r;
+}
+
+// Random clusters (reclaim holds among them) and random NodeNames lists (unknown names,
+// duplicates, infeasible and unschedulable nodes): filterRanked gives the plain path's answer,
+// the pick and every FailedNodes reason, for gang members and pods fit leaves alone too.
+TEST(FilterRanked, GivesThePlainFilterThenRankAnswer) {
+  std::vector<Pod> pods = testing::filterEquivalencePods();
+  pods.push_back(MakePod("team-b", "g").gpus(2).gang("train", 2));
+  pods.push_back(MakePod("team-b", "none"));
+  int compared = 0;
+  int narrowed = 0;
+  for (std::uint32_t seed = 1; seed <= 25; ++seed) {
+    std::mt19937 rng(seed);
+    const RandomCluster c = randomCluster(rng, seed % 2 == 0);
+    std::vector<std::string> list = c.names;
+    CandidatePositions resolver;
+    for (int round = 0; round < 4; ++round) {
+      list = nextList(rng, list, c.names);
+      if (round == 3) list.resize(std::min<std::size_t>(list.size(), 1 + rng() % 3));
+      const std::vector<std::string_view> candidates(list.begin(), list.end());
+      const auto at = resolver.resolve(c.snapshot, candidates);
+      for (const char* strategy : {"fgdm", "fgd", "blockfit", "spread"}) {
+        const ScorerPtr scorer = makeScorer(strategy);
+        for (const Pod& p : pods) {
+          const Pod pod = testing::resolved(*c.snapshot, p);
+          for (std::size_t keep : {std::size_t{1}, std::size_t{3}, std::size_t{0}}) {
+            const FilterResult fast = filterRanked(*c.snapshot, pod, candidates, at, *scorer, keep);
+            const FilterResult plain =
+                keep == 0 ? filter(*c.snapshot, pod, candidates)
+                          : plainRanked(*c.snapshot, pod, candidates, *scorer, keep);
+            ASSERT_EQ(testing::describeFilter(fast), testing::describeFilter(plain))
+                << "seed " << seed << ", round " << round << ", " << strategy << ", pod "
+                << pod.name << " " << pod.gpus << ", keep " << keep;
+            ++compared;
+            if (keep > 0 && filter(*c.snapshot, pod, candidates).feasible.size() > keep) {
+              ++narrowed;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 25 * 4 * 4 * 8 * 3);
+  EXPECT_GT(narrowed, compared / 4);  // most answers were narrowed, so the ranking was compared
 }
 
 // Names laid out as a parsed request body holds them: one buffer, a fixed gap between names (a

@@ -112,11 +112,6 @@ class ExtenderService final : public RequestHandler {
   Response dispatch(const Request& request, std::string_view* verb);
   // Ok, or why no decision can be made now ("gpufair is starting: ...").
   Status decisionsAllowed() const;
-  // Keeps only the filterMode_.keep best of result.feasible (by the scorer); drops the rest.
-  // `candidates` and `positions` are what result was filtered from (policy::rankFeasible).
-  void narrow(const policy::ClusterSnapshot& snapshot, const policy::Pod& pod,
-              std::span<const std::string_view> candidates,
-              std::span<const std::ptrdiff_t> positions, policy::FilterResult& result) const;
 
   state::Mirror& mirror_;
   const policy::Scorer& scorer_;

@@ -70,4 +70,14 @@ std::vector<std::size_t> rankFeasible(const ClusterSnapshot& snapshot, const Pod
                                       const Scorer& scorer,
                                       std::size_t limit = static_cast<std::size_t>(-1));
 
+// What /filter answers in best and top-N modes: filter(snapshot, pod, candidates, positions) with
+// its feasible names narrowed, when more than `keep` fit, to the first `keep` of rankFeasible's
+// order (kept in the candidates' order); keep == 0 keeps them all. The same answer (feasible,
+// failed, unresolvable, admission), in one pass from the positions to the pick for a pod not in a
+// gang: no feasible names list matched back to positions.
+FilterResult filterRanked(const ClusterSnapshot& snapshot, const Pod& pod,
+                          std::span<const std::string_view> candidates,
+                          std::span<const std::ptrdiff_t> positions, const Scorer& scorer,
+                          std::size_t keep);
+
 }  // namespace gpufair::policy
