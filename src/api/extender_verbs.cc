@@ -77,6 +77,9 @@ policy::SnapshotPtr reserveGangIfFirst(state::Mirror& mirror, const policy::Pod&
 // nearly the same names pod after pod (policy::CandidatePositions: the same answers as looking
 // every name up).
 thread_local policy::CandidatePositions threadPositions;
+// And reads the NodeNames array against the one it read last (detail::NodeNamesMemo): only the
+// names that differ are read, the rest of the body is parsed without them.
+thread_local detail::NodeNamesMemo threadNames;
 
 std::string_view firstReason(const policy::FilterResult& result) {
   if (!result.admission.status.isOk()) return result.admission.status.reason();
@@ -107,11 +110,16 @@ std::string FilterMode::name() const {
 }
 
 Response ExtenderService::filter(std::string_view body) {
-  detail::RequestDocument document(body);
+  detail::RequestDocument document(body, threadNames);
   if (!document.status().isOk()) return badFilterRequest(document.status().reason());
   ExtenderArgs& args = document.extenderArgs();
   if (auto status = decodeExtenderArgs(document.root(), args); !status.isOk()) {
     return badFilterRequest(status.reason());
+  }
+  if (document.namesTaken()) {
+    // The body was parsed with `[]` for its one NodeNames array: the names are the memo's.
+    const auto names = threadNames.names();
+    args.candidates.assign(names.begin(), names.end());
   }
   const policy::FilterResult result = filterArgs(args);
   std::string_view error;

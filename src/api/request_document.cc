@@ -9,13 +9,38 @@ RequestDocument::Scratch& RequestDocument::threadScratch() {
 
 RequestDocument::RequestDocument(std::string_view body)
     : scratch_(body.size() > kReusedBodyLimit ? &own_ : &threadScratch()), args_(&scratch_->args) {
-  if (body.empty()) {
+  parse(body);
+}
+
+RequestDocument::RequestDocument(std::string_view body, NodeNamesMemo& names)
+    : scratch_(body.size() > kReusedBodyLimit ? &own_ : &threadScratch()), args_(&scratch_->args) {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  namesTaken_ = names.take(body, begin, end);
+  if (!namesTaken_) {
+    parse(body);
+    return;
+  }
+  parse(body.substr(0, begin), "[]", body.substr(end));
+  // With `[]` for the array the body is valid JSON exactly when it is whole; an invalid one is
+  // parsed whole again, so that its error is the one the whole body gives.
+  if (!status_.isOk()) {
+    namesTaken_ = false;
+    status_ = Status::ok();
+    parse(body);
+  }
+}
+
+void RequestDocument::parse(std::string_view head, std::string_view middle, std::string_view tail) {
+  if (head.empty() && middle.empty() && tail.empty()) {
     status_ = Status::error("request body is empty");
     return;
   }
   auto& buffer = scratch_->buffer;
-  buffer.reserve(body.size() + simdjson::SIMDJSON_PADDING);
-  buffer.assign(body);
+  buffer.reserve(head.size() + middle.size() + tail.size() + simdjson::SIMDJSON_PADDING);
+  buffer.assign(head);
+  buffer.append(middle);
+  buffer.append(tail);
   auto error = scratch_->parser.parse(buffer.data(), buffer.size(), false).get(root_);
   if (error != simdjson::SUCCESS) {
     status_ = Status::error(std::string("request body is not valid JSON: ") +

@@ -14,6 +14,8 @@
 #include "gpufair/api/wire.h"
 #include "gpufair/common/status.h"
 
+#include "node_names_memo.h"
+
 namespace gpufair::api::detail {
 
 class RequestDocument {
@@ -21,6 +23,10 @@ class RequestDocument {
   static constexpr std::size_t kReusedBodyLimit = 4u << 20;
 
   explicit RequestDocument(std::string_view body);
+  // An ExtenderArgs body whose top-level NodeNames array `names` can read (NodeNamesMemo::take)
+  // is parsed with that array replaced by `[]`; namesTaken() says so, and names.names() are the
+  // array's. Otherwise the body is parsed whole, as by the constructor above.
+  RequestDocument(std::string_view body, NodeNamesMemo& names);
   RequestDocument(const RequestDocument&) = delete;
   RequestDocument& operator=(const RequestDocument&) = delete;
 
@@ -29,6 +35,8 @@ class RequestDocument {
   simdjson::dom::element root() const { return root_; }
   // A reusable ExtenderArgs for this thread (or this request, when large); views into root().
   ExtenderArgs& extenderArgs() { return *args_; }
+  // Whether the NodeNames array was cut out of the parsed body (see the constructor).
+  bool namesTaken() const { return namesTaken_; }
 
  private:
   struct Scratch {
@@ -37,12 +45,15 @@ class RequestDocument {
     ExtenderArgs args;
   };
   static Scratch& threadScratch();
+  // Parses head + middle + tail (one copy into the padded buffer).
+  void parse(std::string_view head, std::string_view middle = {}, std::string_view tail = {});
 
   Scratch own_;  // used for large bodies only; default construction allocates nothing
   Scratch* scratch_;
   ExtenderArgs* args_;
   simdjson::dom::element root_;
   Status status_;
+  bool namesTaken_ = false;
 };
 
 }  // namespace gpufair::api::detail

@@ -323,6 +323,10 @@ FilterResult filterRanked(const ClusterSnapshot& snapshot, const Pod& pod,
   // One pass: the nodes that fit go straight to the ranking, by position (where: the candidate).
   FittingScores fitting;
   std::vector<std::size_t> at;  // each fitting node's position in snapshot.nodes()
+  // At most every candidate fits: no reallocation (and copy) as they grow.
+  fitting.nodes.reserve(candidates.size());
+  fitting.where.reserve(candidates.size());
+  at.reserve(candidates.size());
   FilterResult r = filterAt(snapshot, pod, candidates, positions,
                             [&](FilterResult&, std::size_t i, const NodeState* node) {
                               fitting.nodes.push_back(node);
