@@ -81,7 +81,13 @@ HttpSession::HttpSession(asio::ip::tcp::socket&& socket, SessionHub& hub,
       timer_(socket_.get_executor()),
       hub_(hub),
       overloaded_(overloaded) {
-  if (!tlsContext_) return;
+  if (!tlsContext_) {
+    // send() writes the answer with a synchronous send: non-blocking, it takes what the socket
+    // takes now and never waits on this io thread.
+    error_code ignored;
+    socket_.non_blocking(true, ignored);
+    return;
+  }
   tls_.emplace(socket_, *tlsContext_);
   if (!hub_.options.tls.clientAllowedNames.empty()) {
     tls_->set_verify_callback([this](bool preverified, asio::ssl::verify_context& context) {
@@ -303,14 +309,28 @@ void HttpSession::send(Response response, unsigned version, bool keepAlive) {
   if (version != 10 && !keepAlive) head_ += "\r\nConnection: close";
   head_ += "\r\n\r\n";
   phase_ = Phase::kWriting;
+  std::size_t written = 0;
+  if (!tls_) {
+    // Plain HTTP: the answer mostly fits the socket's send buffer, and is written here at once;
+    // through async_write its completion went through the io_context's queue first (an epoll_wait
+    // and a handler per answer). Whatever the socket does not take now is written by async_write.
+    const std::array<asio::const_buffer, 2> answer{asio::buffer(head_), asio::buffer(body_)};
+    error_code ec;
+    written = socket_.send(answer, asio::socket_base::message_flags{0}, ec);
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return onWrite(ec);
+    if (ec) written = 0;
+    if (written == head_.size() + body_.size()) return onWrite({});
+  }
   armTimer(hub_.options.writeTimeout);
   auto done = [self = shared_from_this()](error_code ec, std::size_t) { self->onWrite(ec); };
   if (tls_) {
     head_ += body_;  // asio's TLS stream writes one buffer per record: one record, not two
     return asio::async_write(*tls_, asio::buffer(head_), std::move(done));
   }
-  const std::array<asio::const_buffer, 2> answer{asio::buffer(head_), asio::buffer(body_)};
-  asio::async_write(socket_, answer, std::move(done));
+  const std::size_t fromHead = std::min(written, head_.size());
+  const std::array<asio::const_buffer, 2> rest{asio::buffer(head_) + fromHead,
+                                               asio::buffer(body_) + (written - fromHead)};
+  asio::async_write(socket_, rest, std::move(done));
 }
 
 void HttpSession::onWrite(error_code ec) {

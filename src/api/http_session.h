@@ -7,7 +7,8 @@
 // (when it fires early it waits again for the deadline in force). A request thus costs no timer
 // system calls and no cancelled waits to complete.
 // The answer is written as its status line, header fields and body in one write (no per-request
-// Beast response, fields or serializer to allocate).
+// Beast response, fields or serializer to allocate); on plain HTTP at once, with the socket
+// non-blocking, and only what it does not take then through an asynchronous write.
 // Errors before a request is complete are answered (400, 408, 413, 431) with Connection: close; the
 // connection is then closed gracefully (TLS close_notify; TCP half-close and a brief drain) so the
 // client reads the answer instead of a reset.

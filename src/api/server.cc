@@ -14,6 +14,8 @@
 #include <boost/asio/strand.hpp>
 #include <spdlog/spdlog.h>
 
+#include "gpufair/common/thread_name.h"
+
 #include "http_session.h"
 #include "tls_context.h"
 
@@ -132,7 +134,12 @@ class ExtenderServer::Impl {
     accept();
     watchTlsFiles();
     threads_.reserve(static_cast<std::size_t>(options_.threads));
-    for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+    for (int i = 0; i < options_.threads; ++i) {
+      threads_.emplace_back([this] {
+        nameThisThread("gpufair-io");
+        ioc_.run();
+      });
+    }
     spdlog::info("extender listening on {}:{} ({}) with {} io threads", address->host, port_.load(),
                  describeTls(), options_.threads);
     return Status::ok();

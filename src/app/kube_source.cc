@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "gpufair/common/thread_name.h"
+
 namespace gpufair::app {
 
 Result<std::unique_ptr<KubeSource>> KubeSource::create(const KubeSettings& settings,
@@ -120,7 +122,12 @@ KubeSource::~KubeSource() {
 }
 
 void KubeSource::start() {
-  for (auto& r : reflectors_) threads_.emplace_back([&r] { r->run(); });
+  for (std::size_t i = 0; i < reflectors_.size(); ++i) {
+    threads_.emplace_back([this, i] {
+      nameThisThread("watch-" + resources_[i]);
+      reflectors_[i]->run();
+    });
+  }
   if (elector_) elector_->start();
 }
 

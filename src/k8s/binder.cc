@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpufair/common/labels.h"
+#include "gpufair/common/thread_name.h"
 #include "gpufair/k8s/api.h"
 
 #include "api_support.h"
@@ -93,7 +94,12 @@ Status KubeBinder::bind(const policy::Pod& pod, std::string_view node, bool over
     std::lock_guard lock(mu_);
     if (!stopping_) {
       queued_.push_back(std::move(pending));
-      if (!worker_.joinable()) worker_ = std::thread([this] { labelLoop(); });
+      if (!worker_.joinable()) {
+        worker_ = std::thread([this] {
+          nameThisThread("label-patch");
+          labelLoop();
+        });
+      }
       queuedMore_.notify_one();
       return bound;
     }

@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include "gpufair/common/thread_name.h"
+
 namespace gpufair::k8s {
 
 std::string hostName() {
@@ -22,7 +24,10 @@ EventRecorder::EventRecorder(KubeClientPtr client, ClockPtr clock, EventRecorder
       tokens_(options_.burst),
       refilled_(clock_->now()) {
   if (options_.reportingInstance.empty()) options_.reportingInstance = hostName();
-  worker_ = std::thread([this] { work(); });
+  worker_ = std::thread([this] {
+    nameThisThread("events");
+    work();
+  });
 }
 
 EventRecorder::~EventRecorder() {

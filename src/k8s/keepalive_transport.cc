@@ -2,6 +2,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include <poll.h>
+
 #include "keepalive_connection.h"
 
 namespace gpufair::k8s::detail {
@@ -63,6 +65,82 @@ ServerParts parseServer(std::string_view server) {
   parts.host = host;
   parts.port = port.empty() ? (parts.https ? "443" : "80") : std::string(port);
   return parts;
+}
+
+using ResponseParser = http::response_parser<http::string_body>;
+
+error_code lastError() {
+  return {errno, boost::system::system_category()};
+}
+
+// Waits until the socket is ready for `events` (POLLIN, POLLOUT), or the deadline passes.
+error_code waitReady(int fd, short events, SteadyClock::time_point deadline) {
+  for (;;) {
+    int timeoutMs = -1;
+    if (deadline != SteadyClock::time_point::max()) {
+      const auto left = deadline - SteadyClock::now();
+      if (left <= SteadyClock::duration::zero()) return beast::error::timeout;
+      timeoutMs = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+    }
+    pollfd one{fd, events, 0};
+    const int n = ::poll(&one, 1, timeoutMs);
+    if (n > 0) return {};  // ready, or an error or hang-up the next call reports
+    if (n < 0 && errno != EINTR) return lastError();
+  }
+}
+
+// Feeds the parser what the buffer holds, as Beast's read does.
+error_code parseBuffered(beast::flat_buffer& buffer, ResponseParser& parser) {
+  while (buffer.size() > 0 && !parser.is_done()) {
+    error_code ec;
+    const std::size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == http::error::need_more) return {};
+    if (ec) return ec;
+    if (used == 0) return {};
+  }
+  return {};
+}
+
+// One request and its answer on a plain TCP connection, with the socket calls themselves: send,
+// then poll and recv until the parser has the whole answer. Through the connection's io_context the
+// same exchange cost two epoll_wait calls per answer (a poll of the queue, then the wait), and
+// asio's operation state; here it is one poll and one recv. Errors as Beast's read gives them:
+// end_of_stream when the server closed before any byte of the answer, partial_message when it
+// closed in the middle, beast::error::timeout at the deadline.
+error_code exchangePlain(int fd, std::string_view outgoing, SteadyClock::time_point deadline,
+                         beast::flat_buffer& buffer, ResponseParser& parser) {
+  std::size_t sent = 0;
+  while (sent < outgoing.size()) {
+    const ssize_t n =
+        ::send(fd, outgoing.data() + sent, outgoing.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) {
+      sent += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return lastError();
+    if (auto ec = waitReady(fd, POLLOUT, deadline)) return ec;
+  }
+  for (;;) {
+    if (auto ec = parseBuffered(buffer, parser)) return ec;
+    if (parser.is_done()) return {};
+    if (auto ec = waitReady(fd, POLLIN, deadline)) return ec;
+    const auto space = buffer.prepare(kReadChunk);
+    const ssize_t n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
+    if (n > 0) {
+      buffer.commit(static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n == 0) {
+      if (!parser.got_some()) return http::error::end_of_stream;
+      error_code ec;
+      parser.put_eof(ec);  // a body without a length ends here; anything else is cut short
+      return ec;
+    }
+    if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+    return lastError();
+  }
 }
 
 }  // namespace
@@ -204,16 +282,20 @@ ApiResponse KeepAliveTransport::send(const ApiRequest& request, const std::strin
       connection = open(deadline, error);
       if (!connection) return transportError(error == "timeout" ? noAnswer(request) : error);
     }
-    http::response_parser<http::string_body> parser;
+    ResponseParser parser;
     parser.body_limit(kNoBodyLimit);
     parser.header_limit(kHeaderLimit);
-    const error_code ec = connection->run(deadline, [&](auto& stream, auto& finish) {
-      asio::async_write(stream, asio::buffer(outgoing), [&](error_code e, std::size_t) {
-        if (e) return finish(e);
-        http::async_read(stream, connection->buffer(), parser,
-                         [&finish](error_code r, std::size_t) { finish(r); });
-      });
-    });
+    const error_code ec =
+        connection->tls() == nullptr
+            ? exchangePlain(connection->tcpStream().socket().native_handle(), outgoing, deadline,
+                            connection->buffer(), parser)
+            : connection->run(deadline, [&](auto& stream, auto& finish) {
+                asio::async_write(stream, asio::buffer(outgoing), [&](error_code e, std::size_t) {
+                  if (e) return finish(e);
+                  http::async_read(stream, connection->buffer(), parser,
+                                   [&finish](error_code r, std::size_t) { finish(r); });
+                });
+              });
     if (ec) {
       if (ec == beast::error::timeout) return transportError(noAnswer(request));
       if (connection->reused && !parser.got_some() && closedWhileIdle(ec)) continue;

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "gpufair/common/thread_name.h"
 #include "gpufair/k8s/events.h"
 
 namespace gpufair::k8s {
@@ -258,7 +259,10 @@ void LeaderElector::run() {
 }
 
 void LeaderElector::start() {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    nameThisThread("leader");
+    run();
+  });
 }
 
 void LeaderElector::stop() {

@@ -288,6 +288,27 @@ TEST(ServerHandlerTest, ClientThatDoesNotReadIsCutOffAfterWriteTimeout) {
   EXPECT_EQ(client.request("GET", "/small").status, 200);
 }
 
+// A plain answer is written at once as far as the socket takes it, the rest asynchronously: a
+// client that reads only later still gets every byte, and the connection serves the next request.
+TEST(ServerHandlerTest, AnAnswerLargerThanTheSocketTakesArrivesWhole) {
+  BigHandler handler;
+  ServerOptions options = tightOptions();
+  options.writeTimeout = 10s;
+  ExtenderServer server(handler, options);
+  ASSERT_TRUE(server.start().isOk());
+  HttpClient client(server.port());
+  client.sendRaw("GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::this_thread::sleep_for(100ms);  // the socket's buffers fill; the rest waits for the reader
+  const auto big = client.readReply(10s);
+  EXPECT_EQ(big.status, 200);
+  EXPECT_EQ(big.body.size(), std::size_t{64} << 20);
+  EXPECT_EQ(big.body.find_first_not_of('x'), std::string::npos);
+  EXPECT_TRUE(big.keepAlive);
+  const auto small = client.request("GET", "/small");
+  EXPECT_EQ(small.status, 200);
+  EXPECT_EQ(server.stats().writeTimeouts, 0u);
+}
+
 // Regression: stop() while clients hang up at the same moment once deadlocked. The hub took a
 // session's last reference under its lock; the session's destructor then took the lock again.
 TEST(ServerLifecycleStressTest, StopWhileClientsDisconnect) {

@@ -343,5 +343,81 @@ TEST(KeepAliveTransportStream, TheEndOfTheConnection) {
   }
 }
 
+// send() on plain TCP reads its answer with poll and recv on the socket (no io_context): the
+// answer is whole however it is split across reads, whatever its framing.
+ApiResponse sendTo(const std::string& url) {
+  KeepAliveTransport transport(url, nullptr, false);
+  return transport.send(binding("p-0", "gpu-1"), "");
+}
+
+std::vector<std::string> splitFirstBytes(const std::string& all, std::size_t singles) {
+  std::vector<std::string> pieces;
+  std::size_t at = 0;
+  for (; at < all.size() && pieces.size() < singles; ++at) pieces.push_back(all.substr(at, 1));
+  if (at < all.size()) pieces.push_back(all.substr(at));
+  return pieces;
+}
+
+TEST(KeepAliveTransportSend, AnAnswerSplitAcrossReadsIsReadWhole) {
+  const std::string body = R"({"kind":"Status","code":201})";
+  const std::string answer = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n" +
+                             std::string("Content-Length: ") + std::to_string(body.size()) +
+                             "\r\n\r\n" + body;
+  // Byte by byte through the status line, then the header's end and the body's start in one
+  // piece, the body's rest in another.
+  auto pieces = splitFirstBytes(answer.substr(0, answer.size() - 10), 12);
+  pieces.push_back(answer.substr(answer.size() - 10));
+  PiecewiseServer server(pieces);
+  const ApiResponse response = sendTo(server.url());
+  EXPECT_EQ(response.status, 201) << response.describe();
+  EXPECT_EQ(response.body, body);
+}
+
+TEST(KeepAliveTransportSend, ChunkedAndUntilCloseBodies) {
+  {
+    PiecewiseServer server({"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
+                            "lo\r\n", "6\r\n world\r\n0\r\n\r\n"});
+    const ApiResponse response = sendTo(server.url());
+    EXPECT_EQ(response.status, 200) << response.describe();
+    EXPECT_EQ(response.body, "hello world");
+  }
+  {
+    PiecewiseServer server({"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil ", "the end"});
+    const ApiResponse response = sendTo(server.url());
+    EXPECT_EQ(response.status, 200) << response.describe();
+    EXPECT_EQ(response.body, "until the end");
+  }
+}
+
+TEST(KeepAliveTransportSend, AnAnswerCutShortIsATransportError) {
+  {
+    PiecewiseServer server({"HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{\"kind\""});
+    const ApiResponse response = sendTo(server.url());
+    EXPECT_EQ(response.status, 0);
+    EXPECT_THAT(response.transportError, HasSubstr("partial message"));
+  }
+  {
+    PiecewiseServer server({"HTTP/1.1 201 Cre"});
+    const ApiResponse response = sendTo(server.url());
+    EXPECT_EQ(response.status, 0);
+    EXPECT_THAT(response.transportError, HasSubstr("partial message"));
+  }
+  {
+    PiecewiseServer server({});  // reads the request, closes without a byte
+    const ApiResponse response = sendTo(server.url());
+    EXPECT_EQ(response.status, 0);
+    EXPECT_FALSE(response.transportError.empty());
+  }
+}
+
+TEST(KeepAliveTransportSend, AnAnswerOverTheHeaderLimitIsRefused) {
+  const std::string answer =
+      "HTTP/1.1 200 OK\r\nX-Big: " + std::string(70 * 1024, 'a') + "\r\nContent-Length: 0\r\n\r\n";
+  PiecewiseServer server({answer});
+  const ApiResponse response = sendTo(server.url());
+  EXPECT_EQ(response.status, 0);
+  EXPECT_THAT(response.transportError, HasSubstr("header limit"));
+}
+
 }  // namespace
 }  // namespace gpufair::k8s
