@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "gpufair/codec/objects.h"
+
 namespace gpufair::api::detail {
 namespace {
 
@@ -53,18 +55,6 @@ std::size_t skipValue(std::string_view s, std::size_t i) {
   return i == start ? kNone : i;
 }
 
-// codec::field's match: same length, equal ignoring ASCII case.
-bool isNodeNamesKey(std::string_view key) {
-  constexpr std::string_view kKey = "nodenames";
-  if (key.size() != kKey.size()) return false;
-  for (std::size_t i = 0; i < key.size(); ++i) {
-    char c = key[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != kKey[i]) return false;
-  }
-  return true;
-}
-
 // How many bytes a and b share from the front.
 std::size_t commonPrefix(std::string_view a, std::string_view b) {
   const std::size_t n = std::min(a.size(), b.size());
@@ -111,7 +101,7 @@ bool NodeNamesMemo::take(std::string_view body, std::size_t& arrayBegin, std::si
     i = skipSpace(body, keyEnd);
     if (i >= body.size() || body[i] != ':') return false;
     i = skipSpace(body, i + 1);
-    if (isNodeNamesKey(key)) {
+    if (codec::keyMatches(key, "NodeNames")) {
       // A second NodeNames key, or one that is null or no array: the decoder's rules decide.
       if (found || i >= body.size() || body[i] != '[') return false;
       found = true;

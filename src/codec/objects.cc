@@ -25,11 +25,16 @@ using detail::Resources;
 using detail::stringMap;
 using detail::timestamp;
 
+bool keyMatches(std::string_view key, std::string_view wanted) {
+  // The API server's own keys match exactly (memcmp); the loop only for another spelling.
+  return key.size() == wanted.size() && (key == wanted || equalsIgnoreCase(key, wanted));
+}
+
 bool field(object obj, std::string_view key, element& out) {
   for (auto [k, v] : obj) {
-    // Most keys differ in length; the API server's own keys match exactly (memcmp).
+    // Most keys differ in length: skipped here, inline.
     if (k.size() != key.size()) continue;
-    if (k == key || equalsIgnoreCase(k, key)) {
+    if (keyMatches(k, key)) {
       if (v.type() == element_type::NULL_VALUE) return false;
       out = v;
       return true;

@@ -45,6 +45,9 @@ Result<ConfigMap> decodeConfigMapJson(std::string_view json);
 
 // Case-insensitive field lookup in a JSON object; nullptr-like (false) when absent or null.
 bool field(simdjson::dom::object object, std::string_view key, simdjson::dom::element& out);
+// Whether an object's key names `wanted` as field() matches it: same length, equal ignoring ASCII
+// case (Go's encoding/json). For readers that find a key without the DOM and must agree with it.
+bool keyMatches(std::string_view key, std::string_view wanted);
 
 // RFC 3339 timestamps as Kubernetes writes them ("2026-11-22T10:00:00Z", fractional seconds
 // allowed).
