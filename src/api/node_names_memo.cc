@@ -196,6 +196,9 @@ bool NodeNamesMemo::takeArray(std::string_view body, std::size_t begin, std::siz
   }
   changedFrom_ = version_;  // 0 when there was no earlier array (nothing kept then)
   sameHead_ = kept;
+  // Head and tail may overlap in the earlier array (a list that repeats itself): a shorter tail is
+  // as true, and head + tail then fit in both arrays.
+  sameTail_ = std::min(sameTail_, tokens_.size() - kept);
   remember(body.substr(begin, end - begin), body.substr(end), std::move(out));
   return true;
 }
