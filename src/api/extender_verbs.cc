@@ -120,6 +120,8 @@ Response ExtenderService::filter(std::string_view body) {
     // The body was parsed with `[]` for its one NodeNames array: the names are the memo's.
     const auto names = threadNames.names();
     args.candidates.assign(names.begin(), names.end());
+    args.candidatesKnown = {threadNames.version(), threadNames.changedFrom(),
+                            threadNames.sameHead(), threadNames.sameTail()};
   }
   const policy::FilterResult result = filterArgs(args);
   std::string_view error;
@@ -143,7 +145,7 @@ policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
   args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
   snapshot = reserveGangIfFirst(mirror_, args.pod, std::move(snapshot));
   const std::span<const std::ptrdiff_t> positions =
-      threadPositions.resolve(snapshot, args.candidates);
+      threadPositions.resolve(snapshot, args.candidates, args.candidatesKnown);
   // All mode keeps every feasible node; best and top-N keep the filterMode_.keep best by the
   // scorer, found in one pass from the positions. The nodes left out are not FailedNodes: a node
   // is feasible, so kube-scheduler never reads reasons (they only explain a pod that fits

@@ -88,6 +88,9 @@ std::size_t commonSuffix(std::string_view a, std::string_view b) {
 bool NodeNamesMemo::take(std::string_view body, std::size_t& arrayBegin, std::size_t& arrayEnd) {
   unchanged_ = false;
   read_ = 0;
+  changedFrom_ = 0;
+  sameHead_ = 0;
+  sameTail_ = 0;
   std::size_t i = skipSpace(body, 0);
   if (i >= body.size() || body[i] != '{') return false;
   i = skipSpace(body, i + 1);
@@ -162,6 +165,7 @@ bool NodeNamesMemo::takeArray(std::string_view body, std::size_t begin, std::siz
         for (auto t = at + 1; t != tokens_.end(); ++t) {
           out.push_back({t->begin - r + p, t->end - r + p});
         }
+        sameTail_ = static_cast<std::size_t>(tokens_.end() - (at + 1));
         end = begin + raw.size() - r + p;
         break;
       }
@@ -190,12 +194,18 @@ bool NodeNamesMemo::takeArray(std::string_view body, std::size_t begin, std::siz
     p = q + 1;
     afterElement = true;
   }
+  changedFrom_ = version_;  // 0 when there was no earlier array (nothing kept then)
+  sameHead_ = kept;
+  // Head and tail may overlap in the earlier array (a list that repeats itself): a shorter tail is
+  // as true, and head + tail then fit in both arrays.
+  sameTail_ = std::min(sameTail_, tokens_.size() - kept);
   remember(body.substr(begin, end - begin), body.substr(end), std::move(out));
   return true;
 }
 
 void NodeNamesMemo::remember(std::string_view array, std::string_view after,
                              std::vector<Token>&& tokens) {
+  ++version_;
   raw_.assign(array);
   after_.assign(after);
   tokens_.swap(tokens);

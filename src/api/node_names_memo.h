@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +35,15 @@ class NodeNamesMemo {
   bool unchanged() const { return unchanged_; }
   // How many names the last take() read from the body (the rest came from the earlier array).
   std::size_t read() const { return read_; }
+  // Changes whenever names() may have changed (never 0 after a take() accepted an array): two
+  // accepted take()s with the same version have the same names().
+  std::uint64_t version() const { return version_; }
+  // When the last take() accepted a changed array: the version of the array it was read against
+  // (0: none), whose first sameHead() names are its first and whose last sameTail() names are its
+  // last.
+  std::uint64_t changedFrom() const { return changedFrom_; }
+  std::size_t sameHead() const { return sameHead_; }
+  std::size_t sameTail() const { return sameTail_; }
 
  private:
   struct Token {
@@ -50,6 +60,10 @@ class NodeNamesMemo {
   std::vector<Token> scratch_;
   bool unchanged_ = false;
   std::size_t read_ = 0;
+  std::uint64_t version_ = 0;
+  std::uint64_t changedFrom_ = 0;
+  std::size_t sameHead_ = 0;
+  std::size_t sameTail_ = 0;
 };
 
 }  // namespace gpufair::api::detail

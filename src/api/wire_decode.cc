@@ -212,6 +212,7 @@ void ExtenderArgs::clear() {
   nodes.clear();
   nodeObjects.clear();
   candidates.clear();
+  candidatesKnown = {};
 }
 
 const char* jsonTypeName(element value) {

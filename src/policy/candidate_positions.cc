@@ -2,6 +2,7 @@
 // remembered from one request to the next.
 #include "gpufair/policy/candidate_positions.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace gpufair::policy {
@@ -35,14 +36,48 @@ std::string_view stretchOf(std::span<const std::string_view> names, std::size_t&
 }  // namespace
 
 std::span<const std::ptrdiff_t> CandidatePositions::resolve(
-    const SnapshotPtr& snapshot, std::span<const std::string_view> candidates) {
-  if (indexed_ == nullptr || !snapshot->sharesNodeIndexWith(*indexed_)) {
+    const SnapshotPtr& snapshot, std::span<const std::string_view> candidates,
+    const CandidateList& list) {
+  const bool sameIndex = indexed_ != nullptr && snapshot->sharesNodeIndexWith(*indexed_);
+  if (!sameIndex) {
     names_.clear();
     ends_.clear();
     previous_.clear();
     stretch_.clear();
   }
   indexed_ = snapshot;
+  // The caller's word that these are the last call's names: its positions, nothing compared.
+  const std::uint64_t lastId = listId_;
+  listId_ = list.id;
+  sameStretch_ = false;
+  sameId_ =
+      sameIndex && list.id != 0 && list.id == lastId && positions_.size() == candidates.size();
+  fromId_ = !sameId_ && sameIndex && list.id != 0 && list.from != 0 && list.from == lastId &&
+            list.head + list.tail <= candidates.size() &&
+            list.head + list.tail <= positions_.size();
+  if (sameId_) {
+    lookedUp_ = 0;
+    return positions_;
+  }
+  if (fromId_) {
+    // Or that they begin and end as the last call's: only the names between are looked up. What
+    // is remembered name by name is not this list's now: forgotten (a call without an id looks
+    // every name up once).
+    previous_.assign(positions_.begin(), positions_.end());
+    positions_.resize(candidates.size());
+    std::copy(previous_.end() - static_cast<std::ptrdiff_t>(list.tail), previous_.end(),
+              positions_.end() - static_cast<std::ptrdiff_t>(list.tail));
+    const std::size_t middleEnd = candidates.size() - list.tail;
+    for (std::size_t i = list.head; i < middleEnd; ++i) {
+      positions_[i] = snapshot->nodeIndex(candidates[i]);
+    }
+    lookedUp_ = middleEnd - list.head;
+    names_.clear();
+    ends_.clear();
+    previous_.clear();
+    stretch_.clear();
+    return positions_;
+  }
   positions_.resize(candidates.size());
   lookedUp_ = 0;
   auto previousName = [&](std::size_t j) {

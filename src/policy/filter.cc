@@ -309,6 +309,80 @@ void keepFeasible(FilterResult& r, std::span<const std::size_t> order) {
 
 }  // namespace
 
+namespace {
+
+// filterRanked's one pass when the scorer scores nodes of one shape alike, per candidate an array
+// read and a per-shape table: fit is checked once per shape, and only the first `keep` fitting
+// candidates of each shape go on to the ranking. The others cannot be among the first `keep`:
+// each ties with (same score, not reserved: a node holding reservations is a shape of its own)
+// and comes after `keep` candidates already there, and ties go by candidate order. At least
+// `keep` are kept when more than `keep` fit, so the first `keep` are the whole order's.
+FilterResult filterRankedByShape(const ClusterSnapshot& snapshot, const Pod& pod,
+                                 std::span<const std::string_view> candidates,
+                                 std::span<const std::ptrdiff_t> positions, const Scorer& scorer,
+                                 std::size_t keep, const NodeShapes& shapes) {
+  FilterResult r;
+  r.admission = admit(snapshot, pod);
+  if (!r.admission.status.isOk()) {
+    for (std::string_view name : candidates) reject(r, name, r.admission.status);
+    return r;
+  }
+  const FitOptions& options = snapshot.fitOptions();
+  const auto nodes = snapshot.nodes();
+  // Per shape: kUnchecked, kNoFit, or how many of its candidates were kept (at most keep).
+  constexpr std::uint32_t kNoFit = 0xffffffffu;
+  constexpr std::uint32_t kUnchecked = 0xfffffffeu;
+  std::vector<std::uint32_t> kept(shapes.count, kUnchecked);
+  FittingScores fitting;
+  std::vector<std::size_t> at;  // each kept node's position in nodes
+  std::size_t fitCount = 0;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const std::ptrdiff_t position = positions[i];
+    const NodeState* node = position < 0 ? nullptr : nodes[static_cast<std::size_t>(position)];
+    if (node == nullptr) {
+      r.failed.push_back({candidates[i], "node " + std::string(candidates[i]) +
+                                             " is not in gpufair's cluster view yet"});
+      continue;
+    }
+    const auto p = static_cast<std::size_t>(position);
+    const std::uint32_t shape = shapes.of[p];
+    bool fits = false;
+    if (shape < shapes.count) {
+      std::uint32_t& state = kept[shape];
+      if (state == kUnchecked) state = nodeFits(*node, pod, options) ? 0 : kNoFit;
+      fits = state != kNoFit;
+      if (fits) {
+        ++fitCount;
+        if (state == keep) continue;  // `keep` of its shape came before: not among the first
+        ++state;
+      }
+    } else {
+      fits = nodeFits(*node, pod, options);
+      if (fits) ++fitCount;
+    }
+    if (!fits) {
+      reject(r, candidates[i], fitsNode(*node, pod, options));
+      continue;
+    }
+    fitting.nodes.push_back(node);
+    fitting.where.push_back(i);
+    at.push_back(p);
+  }
+  std::vector<std::size_t> picked;
+  if (fitCount <= keep) {
+    picked = fitting.where;  // no shape had more than keep: every fitting candidate is kept
+  } else {
+    scoreByShape(snapshot, pod, scorer, shapes, at, fitting);
+    picked = placementOrder(fitting, pod, candidates.size(), keep);
+    std::sort(picked.begin(), picked.end());  // the answer keeps the candidates' order
+  }
+  r.feasible.reserve(picked.size());
+  for (std::size_t i : picked) r.feasible.push_back(candidates[i]);
+  return r;
+}
+
+}  // namespace
+
 FilterResult filterRanked(const ClusterSnapshot& snapshot, const Pod& pod,
                           std::span<const std::string_view> candidates,
                           std::span<const std::ptrdiff_t> positions, const Scorer& scorer,
@@ -319,6 +393,10 @@ FilterResult filterRanked(const ClusterSnapshot& snapshot, const Pod& pod,
     if (keep == 0 || r.feasible.size() <= keep) return r;
     keepFeasible(r, rankFeasible(snapshot, pod, candidates, positions, r.feasible, scorer, keep));
     return r;
+  }
+  const NodeShapes* shapes = snapshot.nodeShapes();
+  if (shapes != nullptr && scorer.scoresByNodeShape() && keep < candidates.size()) {
+    return filterRankedByShape(snapshot, pod, candidates, positions, scorer, keep, *shapes);
   }
   // One pass: the nodes that fit go straight to the ranking, by position (where: the candidate).
   FittingScores fitting;

@@ -240,6 +240,70 @@ TEST(NodeNamesMemo, DecodesEditedListsExactlyAsAWholeDecode) {
   EXPECT_GT(fewRead, total / 20);
 }
 
+// version() is what /filter hands CandidatePositions as the list's id: an accepted take() with
+// the version of the accepted take() before has its names, whatever came between (bodies not
+// taken, edits); a changed list always has a new version, and changedFrom(), sameHead() and
+// sameTail() say truly which of its names are the array's before.
+TEST(NodeNamesMemo, AVersionSeenBeforeMeansTheSameNames) {
+  std::size_t sameVersion = 0;
+  std::size_t newVersion = 0;
+  std::size_t changedFrom = 0;
+  std::size_t keptByHeadAndTail = 0;
+  std::size_t namesRead = 0;
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    BodyMaker maker(seed);
+    detail::NodeNamesMemo memo;
+    std::vector<std::string> names;
+    for (int i = 0; i < 30 + maker.pick(100); ++i) names.push_back(maker.freshName());
+    std::uint64_t lastVersion = 0;
+    std::vector<std::string> lastNames;
+    for (int step = 0; step < 150; ++step) {
+      if (maker.chance(40)) maker.edit(names);
+      const std::string body = maker.body(names);
+      std::size_t begin = 0;
+      std::size_t end = 0;
+      const std::uint64_t before = memo.version();
+      const std::vector<std::string> namesBefore(memo.names().begin(), memo.names().end());
+      if (!memo.take(body, begin, end)) continue;
+      const std::vector<std::string> now(memo.names().begin(), memo.names().end());
+      if (memo.changedFrom() != 0) {
+        // A changed array read against the one before: its head and tail are that one's.
+        ASSERT_EQ(memo.changedFrom(), before);
+        ASSERT_LE(memo.sameHead() + memo.sameTail(), now.size());
+        ASSERT_LE(memo.sameHead() + memo.sameTail(), namesBefore.size());
+        for (std::size_t i = 0; i < memo.sameHead(); ++i) ASSERT_EQ(now[i], namesBefore[i]);
+        for (std::size_t i = 1; i <= memo.sameTail(); ++i) {
+          ASSERT_EQ(now[now.size() - i], namesBefore[namesBefore.size() - i]) << "seed " << seed;
+        }
+        ++changedFrom;
+        keptByHeadAndTail += memo.sameHead() + memo.sameTail();
+        namesRead += now.size();
+      }
+      ASSERT_NE(memo.version(), 0u);
+      if (memo.version() == lastVersion) {
+        ASSERT_EQ(now, lastNames) << "seed " << seed << " step " << step;
+        ++sameVersion;
+      } else {
+        ++newVersion;
+      }
+      if (now != lastNames) {
+        ASSERT_NE(memo.version(), lastVersion) << "seed " << seed;
+      }
+      if (memo.unchanged()) {
+        EXPECT_EQ(memo.version(), before);
+      }
+      lastVersion = memo.version();
+      lastNames = now;
+    }
+  }
+  EXPECT_GT(sameVersion, 100u);  // both happen often
+  EXPECT_GT(newVersion, 100u);
+  // Edited lists (fresh ones and other body layouts among them): names known from the list
+  // before, often.
+  EXPECT_GT(changedFrom, 100u);
+  EXPECT_GT(keptByHeadAndTail * 5, namesRead);
+}
+
 // The fuzz corpus and the golden bodies, cut short at every length and with single bytes
 // changed to JSON's structural characters, one memo throughout.
 TEST(NodeNamesMemo, DecodesCutAndChangedCorpusBodiesAsAWholeDecode) {
@@ -296,6 +360,9 @@ TEST(NodeNamesMemo, ReadsOnlyTheNamesThatChanged) {
     ASSERT_TRUE(memo.take(body, begin, end)) << drop;
     EXPECT_FALSE(memo.unchanged());
     EXPECT_LE(memo.read(), 1u) << drop;
+    // Every name it did not read is known to be the earlier array's, at its head or tail.
+    EXPECT_NE(memo.changedFrom(), 0u);
+    EXPECT_EQ(memo.sameHead() + memo.sameTail() + memo.read(), names.size()) << drop;
     ASSERT_EQ(memo.names().size(), names.size());
     for (std::size_t i = 0; i < names.size(); ++i) ASSERT_EQ(memo.names()[i], names[i]) << i;
     EXPECT_EQ(body.substr(begin, end - begin), arrayText(names, false));

@@ -316,6 +316,81 @@ TEST(CandidatePositions, ARepeatedListInOneStretchIsKnownAtOnceAndAChangedOneIsN
   EXPECT_GT(known, 30);
 }
 
+// What a caller knows of a list (CandidateList): the id of the call just before gives that call's
+// positions without comparing a name, a list `from` it takes its head and tail positions from it
+// (while the snapshot shares its node index); any other id, or none, resolves as without one.
+// Random lists (kept under one id for several calls, or edited under a new one whose true head and
+// tail, or less, are given), snapshots that keep or replace the node index, stale `from` ids:
+// the positions are always the index's.
+TEST(CandidatePositions, WhatTheCallerKnowsOfTheListGivesItsPositions) {
+  std::mt19937 rng(11);
+  RandomCluster c = randomCluster(rng, false);
+  std::vector<std::string> list = c.names;
+  CandidatePositions positions;
+  SnapshotPtr snap = c.snapshot;
+  CandidateList known{1, 0, 0, 0};
+  std::uint64_t lastId = 0;
+  std::size_t lastSize = 0;
+  int byId = 0;
+  int byHeadAndTail = 0;
+  for (int request = 0; request < 600; ++request) {
+    const int what = static_cast<int>(rng() % 10);
+    if (what < 3) {
+      const std::vector<std::string> before = list;
+      list = nextList(rng, std::move(list), c.names);
+      std::size_t head = 0;
+      while (head < list.size() && head < before.size() && list[head] == before[head]) ++head;
+      std::size_t tail = 0;
+      while (tail < list.size() - head && tail < before.size() - head &&
+             list[list.size() - 1 - tail] == before[before.size() - 1 - tail]) {
+        ++tail;
+      }
+      // The last id (or, now and then, an older one), a true head and tail or less of them.
+      const std::uint64_t from = rng() % 8 == 0 ? known.id - 1 : known.id;
+      known = {known.id + 1, from, head - rng() % (head + 1) / 2, tail - rng() % (tail + 1) / 2};
+    } else if (what == 3) {
+      snap = randomCluster(rng, false).snapshot;  // another node index: the id is not enough
+    } else if (what == 4) {
+      // A change to one node: the next snapshot shares the node index.
+      std::vector<NodeStatePtr> nodes;
+      for (const NodeState* n : snap->nodes()) nodes.emplace_back(snap, n);
+      const std::size_t at = rng() % nodes.size();
+      nodes[at] = std::make_shared<const NodeState>(nodes[at]->node(), std::vector<PodPtr>{}, 2);
+      const std::size_t changed[] = {at};
+      snap = std::make_shared<const ClusterSnapshot>(snap.get(), std::move(nodes), changed, nullptr,
+                                                     snap->quotaConfig(), snap->generation() + 1,
+                                                     snap->options());
+    }
+    const CandidateList given = what == 5 ? CandidateList{} : known;  // sometimes nothing known
+    // Each call's names in a buffer of their own: the id, not the memory, says they are the same.
+    const std::vector<std::string> copy = list;
+    const std::vector<std::string_view> candidates(copy.begin(), copy.end());
+    const bool sharesIndex = what != 3;
+    const auto found = positions.resolve(snap, candidates, given);
+    ASSERT_EQ(found.size(), candidates.size());
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      ASSERT_EQ(found[i], snap->nodeIndex(candidates[i])) << "request " << request;
+    }
+    const bool sameId = given.id != 0 && given.id == lastId && sharesIndex;
+    EXPECT_EQ(positions.sameId(), sameId) << "request " << request;
+    EXPECT_EQ(positions.fromId(), !sameId && sharesIndex && given.id != 0 && given.from != 0 &&
+                                      given.from == lastId && given.head + given.tail <= lastSize)
+        << "request " << request;
+    if (positions.sameId()) {
+      EXPECT_EQ(positions.lookedUp(), 0u);
+      ++byId;
+    }
+    if (positions.fromId()) {
+      EXPECT_EQ(positions.lookedUp(), candidates.size() - given.head - given.tail);
+      ++byHeadAndTail;
+    }
+    lastId = given.id;
+    lastSize = candidates.size();
+  }
+  EXPECT_GT(byId, 200);
+  EXPECT_GT(byHeadAndTail, 50);
+}
+
 TEST(CandidatePositions, FindsEveryNameWhereTheIndexDoesAndFiltersAlike) {
   const Pod pod = MakePod("team-b", "p").gpus(1);
   std::size_t lookedUp = 0;

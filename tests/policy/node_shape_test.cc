@@ -129,6 +129,61 @@ TEST(NodeShapes, FilterAndRankAnswerAsWithoutShapes) {
   EXPECT_GT(sharedShapes, 25u * 3u * 20u);  // the clusters do share shapes
 }
 
+// filterRanked over a snapshot with shapes (fit once per shape, only the first `keep` fitting
+// candidates of each shape ranked) answers exactly as over the same snapshot without them (every
+// candidate ranked): the pick, every FailedNodes reason, admission. Lists with names twice,
+// unknown names, random order and length.
+TEST(NodeShapes, FilterRankedAnswersAsWithoutShapes) {
+  std::vector<Pod> pods = testing::filterEquivalencePods();
+  pods.push_back(MakePod("team-b", "p").gpus(8).cpu(30));  // a whole node
+  pods.push_back(MakePod("team-b", "p").gpus(1).cpu(20));  // CPU decides on some shapes
+  int compared = 0;
+  int narrowed = 0;
+  for (std::uint32_t seed = 1; seed <= 25; ++seed) {
+    std::mt19937 rng(seed);
+    for (int fit = 0; fit < 3; ++fit) {
+      std::vector<std::string> names;
+      const SnapshotPtr plain = lookAlikeCluster(rng, fit == 1, fit == 2, names);
+      const SnapshotPtr shaped = withShapes(plain);
+      for (int list = 0; list < 3; ++list) {
+        std::vector<std::string> picked;
+        for (const std::string& name : names) {
+          if (rng() % 5 == 0) continue;
+          picked.push_back(name);
+          if (rng() % 12 == 0) picked.push_back(name);
+        }
+        if (list == 2) picked.resize(std::min<std::size_t>(picked.size(), 1 + rng() % 6));
+        std::shuffle(picked.begin(), picked.end(), rng);
+        const std::vector<std::string_view> candidates(picked.begin(), picked.end());
+        CandidatePositions plainAt;
+        CandidatePositions shapedAt;
+        const auto at = plainAt.resolve(plain, candidates);
+        const auto shapedPositions = shapedAt.resolve(shaped, candidates);
+        for (const char* strategy : {"fgdm", "fgd", "fgdplus", "blockfit"}) {
+          const ScorerPtr scorer = makeScorer(strategy);
+          for (const Pod& p : pods) {
+            const Pod pod = testing::resolved(*plain, p);
+            for (std::size_t keep :
+                 {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}}) {
+              const FilterResult expected =
+                  filterRanked(*plain, pod, candidates, at, *scorer, keep);
+              const FilterResult result =
+                  filterRanked(*shaped, pod, candidates, shapedPositions, *scorer, keep);
+              ASSERT_EQ(testing::describeFilter(result), testing::describeFilter(expected))
+                  << "seed " << seed << ", fit " << fit << ", list " << list << ", " << strategy
+                  << ", pod " << pod.name << " " << pod.gpus << ", keep " << keep;
+              ++compared;
+              if (filter(*plain, pod, candidates, at).feasible.size() > keep) ++narrowed;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 25 * 3 * 3 * 4 * 8 * 4);
+  EXPECT_GT(narrowed, compared / 3);  // most answers were picks among several fitting nodes
+}
+
 TEST(NodeShapes, EqualIdsExactlyForNodesThatLookAlike) {
   std::mt19937 rng(11);
   std::vector<std::string> names;

@@ -18,6 +18,7 @@
 
 #include "gpufair/common/json.h"
 #include "gpufair/common/status.h"
+#include "gpufair/policy/candidate_positions.h"
 #include "gpufair/policy/filter.h"
 #include "gpufair/policy/model.h"
 
@@ -32,6 +33,9 @@ struct ExtenderArgs {
   std::vector<simdjson::dom::element> nodeObjects;  // Nodes mode: the items as sent, to echo back
   // Candidate node names in request order: views into the document (NodeNames) or into `nodes`.
   std::vector<std::string_view> candidates;
+  // What /filter knows of the names without reading them, when they are NodeNamesMemo's (the
+  // same as an earlier list, or its head and tail): CandidatePositions::resolve uses it.
+  policy::CandidateList candidatesKnown;
 
   void clear();  // keeps capacity, so one instance can serve many requests
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +16,18 @@
 #include "gpufair/policy/snapshot.h"
 
 namespace gpufair::policy {
+
+// What a caller knows of a candidate list without reading it (api's NodeNamesMemo knows it of each
+// NodeNames array it reads against the one before).
+struct CandidateList {
+  // 0: nothing. Otherwise the list's id: two lists given the same id have the same names.
+  std::uint64_t id = 0;
+  // 0, or the id of an earlier list whose first `head` names are this list's first `head`, and
+  // whose last `tail` names are this list's last `tail` (head + tail at most either list's size).
+  std::uint64_t from = 0;
+  std::size_t head = 0;
+  std::size_t tail = 0;
+};
 
 // Where each candidate name is in a snapshot's nodes(), remembered from one request to the next.
 // kube-scheduler sends nearly the same NodeNames pod after pod (its feasible nodes, in its own
@@ -27,13 +40,22 @@ class CandidatePositions {
  public:
   // positions[i] is snapshot->nodeIndex(candidates[i]) (-1: no such node); valid until the next
   // call. Keeps `snapshot` (and so its node index) until the next call.
+  // `list`: what the caller knows of the names (CandidateList). While the snapshot shares its node
+  // index with the last call's: a list with the last call's id takes its positions without
+  // reading a name; a list `from` the last call's id takes its head and tail positions from it
+  // and looks up only the names between.
   std::span<const std::ptrdiff_t> resolve(const SnapshotPtr& snapshot,
-                                          std::span<const std::string_view> candidates);
+                                          std::span<const std::string_view> candidates,
+                                          const CandidateList& list = {});
   // How many names the last resolve looked up in the index (the rest matched the list before).
   std::size_t lookedUp() const { return lookedUp_; }
   // Whether the last resolve knew the list for the previous one by comparing the memory the
   // names lie in at once (see resolve), without comparing name by name.
   bool sameStretch() const { return sameStretch_; }
+  // Whether the last resolve knew the list by its id (CandidateList::id), or its head and tail
+  // from the list before (CandidateList::from).
+  bool sameId() const { return sameId_; }
+  bool fromId() const { return fromId_; }
 
  private:
   SnapshotPtr indexed_;                   // the positions are into this snapshot's node index
@@ -47,6 +69,9 @@ class CandidatePositions {
   std::string stretch_;
   std::size_t gap_ = 0;
   bool sameStretch_ = false;
+  std::uint64_t listId_ = 0;  // the last call's CandidateList::id
+  bool sameId_ = false;
+  bool fromId_ = false;
 };
 
 // filter and filterPod (filter.h) with the candidates' positions in snapshot.nodes() already known
