@@ -23,8 +23,8 @@ namespace http = boost::beast::http;
 using boost::system::error_code;
 
 constexpr std::size_t kReadChunk = std::size_t{16} * 1024;
-// A request body's string is kept for the next request up to this capacity (a /filter with every
-// name of a 5,000-node cluster is ~100 kB); a larger one is freed.
+// A request body's string is kept for the next request up to this capacity (a /filter's body
+// names every feasible node: tens to hundreds of kB at thousands of nodes); a larger one is freed.
 constexpr std::size_t kSpareBodyBytes = std::size_t{1} << 20;
 constexpr std::chrono::milliseconds kLingerTimeout{1000};
 constexpr std::chrono::milliseconds kStoppingLingerTimeout{100};
@@ -34,50 +34,6 @@ std::string_view view(boost::beast::string_view text) {
 }
 
 }  // namespace
-
-void SessionHub::add(const std::shared_ptr<HttpSession>& session) {
-  std::lock_guard lock(mu_);
-  sessions_.emplace(session.get(), session);
-}
-
-void SessionHub::remove(HttpSession* session) {
-  std::lock_guard lock(mu_);
-  sessions_.erase(session);
-  if (sessions_.empty()) emptied_.notify_all();
-}
-
-std::vector<std::shared_ptr<HttpSession>> SessionHub::lockAll() {
-  std::vector<std::shared_ptr<HttpSession>> open;
-  std::lock_guard lock(mu_);
-  open.reserve(sessions_.size());
-  for (auto& [raw, weak] : sessions_) {
-    if (auto session = weak.lock()) open.push_back(std::move(session));
-  }
-  return open;
-}
-
-// Neither calls into a session under mu_: the reference taken from a weak_ptr may turn out to be
-// the last one (the session's io thread finished with it meanwhile), and the destructor it runs
-// calls remove(), which takes mu_ again.
-std::size_t SessionHub::stopAll() {
-  auto open = lockAll();
-  for (auto& session : open) session->stop();
-  return open.size();
-}
-
-void SessionHub::closeAll() {
-  for (auto& session : lockAll()) session->closeSocket();
-}
-
-bool SessionHub::waitEmpty(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return emptied_.wait_for(lock, timeout, [this] { return sessions_.empty(); });
-}
-
-std::size_t SessionHub::open() const {
-  std::lock_guard lock(mu_);
-  return sessions_.size();
-}
 
 HttpSession::HttpSession(Socket&& socket, SessionHub& hub, std::shared_ptr<asio::ssl::context> tls,
                          bool overloaded)
