@@ -2,6 +2,8 @@
 
 #include <array>
 #include <exception>
+#include <tuple>
+#include <utility>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -21,6 +23,9 @@ namespace http = boost::beast::http;
 using boost::system::error_code;
 
 constexpr std::size_t kReadChunk = std::size_t{16} * 1024;
+// A request body's string is kept for the next request up to this capacity (a /filter's body
+// names every feasible node: tens to hundreds of kB at thousands of nodes); a larger one is freed.
+constexpr std::size_t kSpareBodyBytes = std::size_t{1} << 20;
 constexpr std::chrono::milliseconds kLingerTimeout{1000};
 constexpr std::chrono::milliseconds kStoppingLingerTimeout{100};
 
@@ -30,52 +35,8 @@ std::string_view view(boost::beast::string_view text) {
 
 }  // namespace
 
-void SessionHub::add(const std::shared_ptr<HttpSession>& session) {
-  std::lock_guard lock(mu_);
-  sessions_.emplace(session.get(), session);
-}
-
-void SessionHub::remove(HttpSession* session) {
-  std::lock_guard lock(mu_);
-  sessions_.erase(session);
-  if (sessions_.empty()) emptied_.notify_all();
-}
-
-std::vector<std::shared_ptr<HttpSession>> SessionHub::lockAll() {
-  std::vector<std::shared_ptr<HttpSession>> open;
-  std::lock_guard lock(mu_);
-  open.reserve(sessions_.size());
-  for (auto& [raw, weak] : sessions_) {
-    if (auto session = weak.lock()) open.push_back(std::move(session));
-  }
-  return open;
-}
-
-// Neither calls into a session under mu_: the reference taken from a weak_ptr may turn out to be
-// the last one (the session's io thread finished with it meanwhile), and the destructor it runs
-// calls remove(), which takes mu_ again.
-std::size_t SessionHub::stopAll() {
-  auto open = lockAll();
-  for (auto& session : open) session->stop();
-  return open.size();
-}
-
-void SessionHub::closeAll() {
-  for (auto& session : lockAll()) session->closeSocket();
-}
-
-bool SessionHub::waitEmpty(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return emptied_.wait_for(lock, timeout, [this] { return sessions_.empty(); });
-}
-
-std::size_t SessionHub::open() const {
-  std::lock_guard lock(mu_);
-  return sessions_.size();
-}
-
-HttpSession::HttpSession(asio::ip::tcp::socket&& socket, SessionHub& hub,
-                         std::shared_ptr<asio::ssl::context> tls, bool overloaded)
+HttpSession::HttpSession(Socket&& socket, SessionHub& hub, std::shared_ptr<asio::ssl::context> tls,
+                         bool overloaded)
     : socket_(std::move(socket)),
       tlsContext_(std::move(tls)),
       timer_(socket_.get_executor()),
@@ -210,7 +171,10 @@ void HttpSession::onFirstBytes(error_code ec, std::size_t bytes) {
 
 void HttpSession::readRequest() {
   phase_ = Phase::kReading;
-  parser_.emplace();
+  parser_.reset();
+  fieldsMemory_.release();
+  parser_.emplace(std::piecewise_construct, std::make_tuple(std::move(spareBody_)),
+                  std::make_tuple(std::pmr::polymorphic_allocator<char>(&fieldsMemory_)));
   parser_->body_limit(hub_.options.maxBodyBytes);
   parser_->header_limit(
       static_cast<std::uint32_t>(std::min<std::size_t>(hub_.options.maxHeaderBytes, UINT32_MAX)));
@@ -283,7 +247,14 @@ void HttpSession::sendError(int status, std::string_view message) {
 }
 
 void HttpSession::send(Response response, unsigned version, bool keepAlive) {
-  parser_.reset();
+  if (parser_) {
+    std::string& body = parser_->get().body();
+    if (body.capacity() <= kSpareBodyBytes) {
+      body.clear();
+      spareBody_ = std::move(body);
+    }
+    parser_.reset();
+  }
   keepAlive = keepAlive && !stopRequested_ && !hub_.stopping;
   closeAfterWrite_ = !keepAlive;
   body_ = std::move(response.body);

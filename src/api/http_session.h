@@ -16,19 +16,24 @@
 // thread. SessionHub is thread-safe; it never calls into a session while holding its lock.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
@@ -71,12 +76,18 @@ struct SessionHub {
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
+  // The socket and timer name their executor's type (a strand of the server's io_context): behind
+  // asio's type-erased executor a strand is too large for its inline storage, and every copy of it
+  // (one per operation started, per handler's work guard) was a heap allocation.
+  using Executor = boost::asio::strand<boost::asio::io_context::executor_type>;
+  using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, Executor>;
+
   // socket: accepted on a strand, which all of the session's handlers then run on.
   // tls: the TLS context of new connections, or null for plain HTTP; the session keeps it alive
   // (a certificate reload replaces the server's context, not the one a session uses).
   // overloaded: the server is over maxConnections; the request is read and answered 503.
-  HttpSession(boost::asio::ip::tcp::socket&& socket, SessionHub& hub,
-              std::shared_ptr<boost::asio::ssl::context> tls, bool overloaded);
+  HttpSession(Socket&& socket, SessionHub& hub, std::shared_ptr<boost::asio::ssl::context> tls,
+              bool overloaded);
   ~HttpSession();
 
   void start();
@@ -85,8 +96,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
  private:
   enum class Phase { kHandshake, kIdle, kReading, kWriting, kLingering, kClosed };
-  using Parser = boost::beast::http::request_parser<boost::beast::http::string_body>;
-  using TlsStream = boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>;
+  // The request's header fields are allocated from fieldsMemory_, which is emptied before each
+  // request: Beast's fields otherwise cost a heap allocation per header line, per request.
+  using Parser = boost::beast::http::request_parser<boost::beast::http::string_body,
+                                                    std::pmr::polymorphic_allocator<char>>;
+  using TlsStream = boost::asio::ssl::stream<Socket&>;
+  using Timer = boost::asio::basic_waitable_timer<
+      std::chrono::steady_clock, boost::asio::wait_traits<std::chrono::steady_clock>, Executor>;
 
   // Calls f with the stream requests travel on: the TLS stream, or the socket itself.
   template <typename F>
@@ -119,13 +135,21 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void onTimer(boost::system::error_code ec, std::uint64_t generation);
   std::string remote() const;  // "ADDRESS:PORT" of the peer, for logs
 
-  boost::asio::ip::tcp::socket socket_;
+  Socket socket_;
   std::shared_ptr<boost::asio::ssl::context> tlsContext_;  // keeps the context alive for tls_
   std::optional<TlsStream> tls_;
-  boost::asio::steady_timer timer_;
+  Timer timer_;
   SessionHub& hub_;
   const bool overloaded_;
   boost::beast::flat_buffer buffer_;
+  // The fields of a usual request fit fieldsArena_; a larger header (up to maxHeaderBytes) takes
+  // more from the heap, given back when the next request starts. Declared before parser_, which
+  // allocates from it and so is destroyed first.
+  std::array<std::byte, 2048> fieldsArena_;
+  std::pmr::monotonic_buffer_resource fieldsMemory_{fieldsArena_.data(), fieldsArena_.size()};
+  // The last request's body string, emptied, lent to the next request's parser (its capacity kept
+  // when it is at most kSpareBodyBytes): one allocation less per request.
+  std::string spareBody_;
   std::optional<Parser> parser_;
   // The answer being written: its status line and header fields (written by send(), keeping its
   // capacity from one request to the next), and its body (moved from the handler's Response).

@@ -216,7 +216,8 @@ class ExtenderServer::Impl {
   }
 
   void accept() {
-    acceptor_.async_accept(asio::make_strand(ioc_), [this](error_code ec, tcp::socket socket) {
+    acceptor_.async_accept(asio::make_strand(ioc_), [this](error_code ec,
+                                                           detail::HttpSession::Socket socket) {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
       if (ec) {
         // Out of file descriptors and the like: back off instead of spinning.
@@ -232,7 +233,7 @@ class ExtenderServer::Impl {
     });
   }
 
-  void admit(tcp::socket socket) {
+  void admit(detail::HttpSession::Socket socket) {
     const std::size_t open = hub_.open();
     ++stats_.connectionsAccepted;
     if (open >= options_.maxConnections) ++stats_.connectionsRefused;

@@ -334,5 +334,46 @@ TEST(ServerLifecycleStressTest, StopWhileClientsDisconnect) {
   }
 }
 
+// A session reuses its request's memory (header fields from an arena emptied per request, the
+// body's string lent to the next request): on one kept-alive connection, requests whose header
+// overflows the arena and whose body is larger, smaller, or past the kept capacity than the last
+// one's each arrive exactly as sent.
+class EchoHandler final : public RequestHandler {
+ public:
+  Response handle(const Request& request) override {
+    Response response = errorResponse(200, "");
+    response.body = std::string(request.method) + " " + std::string(request.target) + " " +
+                    std::string(request.body);
+    return response;
+  }
+};
+
+TEST(ServerHandlerTest, RequestsOnOneConnectionArriveExactlyAsSentWhateverTheirSizes) {
+  EchoHandler handler;
+  ServerOptions options = tightOptions();
+  options.maxHeaderBytes = 64 << 10;
+  options.maxBodyBytes = 4 << 20;
+  options.readTimeout = 10s;
+  options.idleTimeout = 10s;
+  ExtenderServer server(handler, options);
+  ASSERT_TRUE(server.start().isOk());
+  HttpClient client(server.port());
+  std::string padding;  // ~12 kB of header fields: several times the session's arena
+  for (int i = 0; i < 120; ++i)
+    padding += "X-Pad-" + std::to_string(i) + ": " + std::string(90, 'p') + "\r\n";
+  const std::vector<std::string> bodies{
+      std::string(3000, 'a'),  "b", std::string(2 << 20, 'c'), "", std::string(100, 'd'),
+      std::string(70000, 'e'), "f"};
+  for (std::size_t i = 0; i < bodies.size(); ++i) {
+    const std::string target = "/echo/" + std::to_string(i);
+    client.sendRaw("POST " + target + " HTTP/1.1\r\nHost: x\r\n" + (i % 2 == 0 ? padding : "") +
+                   "Content-Length: " + std::to_string(bodies[i].size()) + "\r\n\r\n" + bodies[i]);
+    const auto reply = client.readReply(10s);
+    EXPECT_EQ(reply.status, 200) << i;
+    EXPECT_TRUE(reply.keepAlive) << i;
+    EXPECT_EQ(reply.body, "POST " + target + " " + bodies[i]) << i;
+  }
+}
+
 }  // namespace
 }  // namespace gpufair::api
