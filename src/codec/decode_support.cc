@@ -138,28 +138,44 @@ bool containers(object spec, std::string_view key, bool init, std::vector<Contai
   }
   std::size_t index = 0;
   for (element c : arr) {
-    object co;
-    std::string where = "spec." + std::string(key) + "[" + std::to_string(index++) + "]";
-    if (c.get_object().get(co) != simdjson::SUCCESS) {
-      error = where + " must be an object";
+    // Where an error is: "spec.containers[0]", or "container NAME" once the name is read. Built
+    // only for an error (every reader below starts its message with the `where` it is given, so
+    // they are given "" and the text is put in front), not for every container of every pod.
+    std::string_view name;
+    auto failAt = [&](std::string_view suffix) {
+      std::string where;
+      if (name.empty()) {
+        where = "spec." + std::string(key) + "[" + std::to_string(index) + "]";
+      } else {
+        where = std::string(init ? "init container " : "container ") + std::string(name);
+      }
+      error = where + std::string(suffix) + error;
       return false;
+    };
+    object co;
+    if (c.get_object().get(co) != simdjson::SUCCESS) {
+      error = " must be an object";
+      return failAt("");
     }
-    std::string name;
-    if (!optString(co, "name", name, error, where)) return false;
-    if (!name.empty()) where = std::string(init ? "init container " : "container ") + name;
+    element nameValue;
+    if (field(co, "name", nameValue) && nameValue.get_string().get(name) != simdjson::SUCCESS) {
+      name = {};
+      error = ".name must be a string";
+      return failAt("");
+    }
     ContainerResources res;
     object resources;
     bool present = false;
-    if (!optObject(co, "resources", resources, present, error, where)) return false;
+    if (!optObject(co, "resources", resources, present, error, "")) return failAt("");
     if (present) {
       Resources req;
       Resources lim;
       object list;
       bool has = false;
-      if (!optObject(resources, "requests", list, has, error, where + ".resources")) return false;
-      if (has && !resourceList(list, where + ".resources.requests", req, error)) return false;
-      if (!optObject(resources, "limits", list, has, error, where + ".resources")) return false;
-      if (has && !resourceList(list, where + ".resources.limits", lim, error)) return false;
+      if (!optObject(resources, "requests", list, has, error, "")) return failAt(".resources");
+      if (has && !resourceList(list, "", req, error)) return failAt(".resources.requests");
+      if (!optObject(resources, "limits", list, has, error, "")) return failAt(".resources");
+      if (has && !resourceList(list, "", lim, error)) return failAt(".resources.limits");
       // The API server defaults a missing request to the limit.
       auto pick = [](std::int64_t r, std::int64_t l) { return r >= 0 ? r : (l >= 0 ? l : 0); };
       res.gpus.request = pick(req.gpus, lim.gpus);
@@ -168,21 +184,32 @@ bool containers(object spec, std::string_view key, bool init, std::vector<Contai
       res.gpuMilli.request = pick(req.gpuMilli, lim.gpuMilli);
     }
     if (init) {
-      std::string policyName;
-      if (!optString(co, "restartPolicy", policyName, error, where)) return false;
+      element policyValue;
+      std::string_view policyName;
+      if (field(co, "restartPolicy", policyValue) &&
+          policyValue.get_string().get(policyName) != simdjson::SUCCESS) {
+        error = ".restartPolicy must be a string";
+        return failAt("");
+      }
       const bool restartable = policyName == "Always";
       res.gpus.restartable = res.cpu.restartable = res.memory.restartable =
           res.gpuMilli.restartable = restartable;
     }
     out.push_back(res);
+    ++index;
   }
   return true;
 }
 
 bool timestamp(object obj, std::string_view key, std::optional<Timestamp>& out, std::string& error,
                std::string_view where) {
-  std::string text;
-  if (!optString(obj, key, text, error, where)) return false;
+  element e;
+  if (!field(obj, key, e)) return true;
+  std::string_view text;  // read in place: a timestamp's text is longer than a short string
+  if (e.get_string().get(text) != simdjson::SUCCESS) {
+    error = std::string(where) + "." + std::string(key) + " must be a string";
+    return false;
+  }
   if (text.empty()) return true;
   Result<Timestamp> t = parseTimestamp(text);
   if (!t) {

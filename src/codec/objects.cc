@@ -146,19 +146,20 @@ Result<Timestamp> parseTimestamp(std::string_view text) {
     return true;
   };
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
-  const std::string bad = "timestamp \"" + std::string(text) + "\" is not RFC 3339";
+  // The error, built only when there is one (this runs for every pod's timestamps).
+  auto bad = [text] { return "timestamp \"" + std::string(text) + "\" is not RFC 3339"; };
   if (text.size() < 20 || !digits(0, 4, year) || text[4] != '-' || !digits(5, 2, month) ||
       text[7] != '-' || !digits(8, 2, day) || (text[10] != 'T' && text[10] != 't') ||
       !digits(11, 2, hour) || text[13] != ':' || !digits(14, 2, minute) || text[16] != ':' ||
       !digits(17, 2, second)) {
-    return R::failure(bad);
+    return R::failure(bad());
   }
   // Ranges as Go's time.Parse(time.RFC3339) checks them: the day within its month, no leap second.
   static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
   if (month < 1 || month > 12 || day < 1 || day > kDays[month - 1] + (month == 2 && leap ? 1 : 0) ||
       hour > 23 || minute > 59 || second > 59) {
-    return R::failure(bad);
+    return R::failure(bad());
   }
   std::size_t pos = 19;
   long nanos = 0;
@@ -171,7 +172,7 @@ Result<Timestamp> parseTimestamp(std::string_view text) {
       scale /= 10;
       ++pos;
     }
-    if (pos == start) return R::failure(bad);
+    if (pos == start) return R::failure(bad());
   }
   int offset = 0;
   if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z') && pos + 1 == text.size()) {
@@ -180,11 +181,11 @@ Result<Timestamp> parseTimestamp(std::string_view text) {
              text[pos + 3] == ':') {
     int oh = 0, om = 0;
     if (!digits(pos + 1, 2, oh) || !digits(pos + 4, 2, om) || oh > 23 || om > 59) {
-      return R::failure(bad);
+      return R::failure(bad());
     }
     offset = (oh * 60 + om) * 60 * (text[pos] == '-' ? -1 : 1);
   } else {
-    return R::failure(bad);
+    return R::failure(bad());
   }
   std::tm tm{};
   tm.tm_year = year - 1900;

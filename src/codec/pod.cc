@@ -108,8 +108,12 @@ Result<bool> gpuAnnotations(policy::Pod& pod, MilliGpu resourceMilli) {
 Result<MilliGpu> decodeSpec(object spec, policy::Pod& out) {
   using R = Result<MilliGpu>;
   std::string error;
-  std::vector<ContainerResources> regularAll;
-  std::vector<ContainerResources> initAll;
+  // Kept per thread and emptied: a pod's decode allocates none of these lists (nor the columns
+  // below) once the thread has seen a pod with as many containers.
+  thread_local std::vector<ContainerResources> regularAll;
+  thread_local std::vector<ContainerResources> initAll;
+  regularAll.clear();
+  initAll.clear();
   Resources overheads;
   object overheadList;
   bool hasOverhead = false;
@@ -123,15 +127,16 @@ Result<MilliGpu> decodeSpec(object spec, policy::Pod& out) {
   if (hasOverhead && !resourceList(overheadList, "spec.overhead", overheads, error)) {
     return R::failure(error);
   }
-  auto column = [](const std::vector<ContainerResources>& all, auto member) {
-    std::vector<policy::ContainerGpus> out;
-    out.reserve(all.size());
-    for (const auto& c : all) out.push_back(c.*member);
-    return out;
+  thread_local std::vector<policy::ContainerGpus> regular;
+  thread_local std::vector<policy::ContainerGpus> init;
+  // The requests of one resource (member) of every container, then of every init container.
+  auto columns = [](auto member) -> const std::vector<policy::ContainerGpus>& {
+    regular.clear();
+    init.clear();
+    for (const auto& c : regularAll) regular.push_back(c.*member);
+    for (const auto& c : initAll) init.push_back(c.*member);
+    return regular;
   };
-  const auto regular = column(regularAll, &ContainerResources::gpus);
-  const auto init = column(initAll, &ContainerResources::gpus);
-  const MilliGpu overhead = std::max<MilliGpu>(overheads.gpus, 0);
   // effectiveRequest adds these up; a huge count ("10E" in two containers, each saturating
   // int64) must not wrap around to a negative request.
   for (const auto member : {&ContainerResources::gpus, &ContainerResources::cpu,
@@ -152,15 +157,13 @@ Result<MilliGpu> decodeSpec(object spec, policy::Pod& out) {
       }
     }
   }
-  out.gpus = policy::effectiveRequest(regular, init, overhead);
-  out.cpuMilli = policy::effectiveRequest(column(regularAll, &ContainerResources::cpu),
-                                          column(initAll, &ContainerResources::cpu),
+  out.gpus = policy::effectiveRequest(columns(&ContainerResources::gpus), init,
+                                      std::max<MilliGpu>(overheads.gpus, 0));
+  out.cpuMilli = policy::effectiveRequest(columns(&ContainerResources::cpu), init,
                                           std::max<std::int64_t>(overheads.cpuMilli, 0));
-  out.memoryBytes = policy::effectiveRequest(column(regularAll, &ContainerResources::memory),
-                                             column(initAll, &ContainerResources::memory),
+  out.memoryBytes = policy::effectiveRequest(columns(&ContainerResources::memory), init,
                                              std::max<std::int64_t>(overheads.memory, 0));
-  return policy::effectiveRequest(column(regularAll, &ContainerResources::gpuMilli),
-                                  column(initAll, &ContainerResources::gpuMilli), 0);
+  return policy::effectiveRequest(columns(&ContainerResources::gpuMilli), init, 0);
 }
 
 // The uid of metadata.ownerReferences' entry with controller: true (the API server allows at most
@@ -213,21 +216,22 @@ Result<policy::Pod> decodePod(element root) {
   if (out.ns.empty()) out.ns = "default";
   out.terminating = deleted.has_value();
   out.controller = controllerUid(meta);
-  const std::string what = "pod " + out.key();
+  // "pod NS/NAME", for an error only.
+  auto what = [&out] { return "pod " + out.key(); };
   if (auto it = out.labels.find(kOverQuotaLabel); it != out.labels.end()) {
     out.overQuota = it->second == "true";
   }
 
   object spec;
   MilliGpu gpuMilliRequest = 0;  // gpufair.io/gpu-milli, as Kubernetes adds up requests
-  if (!optObject(pod, "spec", spec, present, error, "pod")) return fail<policy::Pod>(what, error);
+  if (!optObject(pod, "spec", spec, present, error, "pod")) return fail<policy::Pod>(what(), error);
   if (present) {
     Result<MilliGpu> milli = decodeSpec(spec, out);
-    if (!milli) return fail<policy::Pod>(what, milli.error());
+    if (!milli) return fail<policy::Pod>(what(), milli.error());
     gpuMilliRequest = *milli;
   }
   if (Result<bool> r = gpuAnnotations(out, gpuMilliRequest); !r) {
-    return fail<policy::Pod>(what, r.error());
+    return fail<policy::Pod>(what(), r.error());
   }
   // A bad gang label or size is not a decode error: the pod still exists (and may hold GPUs);
   // filter refuses it with Pod::gangError.
@@ -235,12 +239,12 @@ Result<policy::Pod> decodePod(element root) {
 
   object status;
   if (!optObject(pod, "status", status, present, error, "pod"))
-    return fail<policy::Pod>(what, error);
+    return fail<policy::Pod>(what(), error);
   if (present) {
     std::string phase;
     if (!optString(status, "phase", phase, error, "status") ||
         !timestamp(status, "startTime", out.started, error, "status")) {
-      return fail<policy::Pod>(what, error);
+      return fail<policy::Pod>(what(), error);
     }
     out.phase = policy::parsePhase(phase);
   }

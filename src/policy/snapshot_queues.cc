@@ -129,6 +129,24 @@ void ClusterSnapshot::sumQueues(const ClusterSnapshot* previous,
   std::vector<FairShareInput> inputs;
   inputs.reserve(queues_.size());
   for (const auto& q : queues_) inputs.push_back(fairShareInput(q));
+  // The shares are a function of the inputs and the capacity alone: when the previous snapshot
+  // (same queues) had the same, its shares are these. A bind leaves them so (the pod's GPUs move
+  // from its queue's pending to its allocated: the same demand), so most snapshots skip this.
+  if (previous != nullptr && previous->capacity_ == capacity_ &&
+      std::equal(inputs.begin(), inputs.end(), previous->queues_.begin(), previous->queues_.end(),
+                 [](const FairShareInput& now, const QueueState& was) {
+                   const FairShareInput before = fairShareInput(was);
+                   return now.name == before.name && now.deserved == before.deserved &&
+                          now.limit == before.limit &&
+                          now.overQuotaWeight == before.overQuotaWeight &&
+                          now.demand == before.demand && now.parent == before.parent &&
+                          now.priority == before.priority;
+                 })) {
+    for (std::size_t i = 0; i < queues_.size(); ++i) {
+      queues_[i].fairShare = previous->queues_[i].fairShare;
+    }
+    return;
+  }
   const std::vector<MilliGpu> shares =
       computeFairShares(inputs, capacity_, fairShareGranularity(inputs, capacity_));
   for (std::size_t i = 0; i < queues_.size(); ++i) queues_[i].fairShare = shares[i];

@@ -85,7 +85,9 @@ void PodCache::unindex(const std::string& uid, const policy::Pod& old, const pol
 }
 
 void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assumed) {
-  const std::string key = keyOf(*pod);
+  // The stored pod's own uid (every writer sets it), not a copy of it; the pod outlives this call.
+  const std::string madeKey = pod->uid.empty() ? keyOf(*pod) : std::string();
+  const std::string& key = pod->uid.empty() ? madeKey : pod->uid;
   auto it = pods_.find(key);
   const bool wasAssumed = it != pods_.end() && it->second.assumed;
   const bool apiKnown = fromApi || (it != pods_.end() && it->second.fromApi);

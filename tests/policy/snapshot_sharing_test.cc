@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -305,6 +306,39 @@ TEST(SnapshotSharing, ASnapshotOwnsItsNodesWhenTheListAndThePreviousSnapshotAreG
   EXPECT_EQ(second->nodes()[130]->allocatable(), gpus(2));
   EXPECT_EQ(sum, gpus(148 * 8 + 6));
   EXPECT_EQ(second->capacity(), sum);
+}
+
+// The fair shares are taken from the previous snapshot only while their inputs are the same: a
+// quota change under the same queue names computes them again, as a full build does.
+TEST(SnapshotSharing, FairSharesFollowTheQuotaUnderTheSameQueueNames) {
+  const std::vector<NodeStatePtr> nodes = {
+      std::make_shared<const NodeState>(MakeNode("a").gpus(8), std::vector<PodPtr>{}, 1),
+      std::make_shared<const NodeState>(MakeNode("b").gpus(8), std::vector<PodPtr>{}, 1)};
+  std::vector<PodPtr> pending;
+  for (const char* queue : {"team-a", "team-b"}) {
+    Pod pod = MakePod(queue, std::string("p-") + queue).gpus(16);
+    pod.queue = queue;
+    pending.push_back(std::make_shared<const Pod>(std::move(pod)));
+  }
+  QuotaConfig before;
+  before.queues = {MakeQueue("team-a").deserved(8), MakeQueue("team-b").deserved(0)};
+  QuotaConfig after;
+  after.queues = {MakeQueue("team-a").deserved(2), MakeQueue("team-b").deserved(10)};
+  auto shares = [](const ClusterSnapshot& s) {
+    std::vector<MilliGpu> out;
+    for (const auto& q : s.queues()) out.push_back(q.fairShare);
+    return out;
+  };
+  const ClusterSnapshot first(nodes, pending, before, 1);
+  const auto list = std::make_shared<const PendingPods>(std::span<const PodPtr>(pending));
+  const std::vector<std::size_t> none;
+  const ClusterSnapshot same(&first, nodes, none, list, before, 2, {});
+  const ClusterSnapshot changed(&first, nodes, none, list, after, 2, {});
+  EXPECT_EQ(shares(same), shares(first));
+  EXPECT_EQ(shares(changed), shares(ClusterSnapshot(nodes, pending, after, 2)));
+  EXPECT_NE(shares(changed), shares(first));  // the case tells the two apart
+  EXPECT_EQ(shares(first)[0], gpus(12));      // 8 deserved + half of the 8 idle
+  EXPECT_EQ(shares(changed)[1], gpus(12));
 }
 
 }  // namespace
