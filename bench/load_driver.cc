@@ -12,10 +12,13 @@
 //   - binding in the background, as kube-scheduler's binding goroutines: POST /bind on one of
 //     --bind-workers threads, each with its own keep-alive connection; gpufair posts the Binding to
 //     the fake API server and its watch confirms it.
+// --write-latency-ms=N makes the fake API server answer every write (Bindings, PATCHes) after N ms,
+// as a real kube-apiserver does after its etcd write; --serve-flags="--a=1 --b=2" adds serve flags.
 // Every connection is HTTP/1.1 keep-alive. At the end it checks that every pod is bound in the fake
 // API server and prints one `RESULT` line: pods/s, per-pod extender time (filter + prioritize +
-// bind round trips) p50/p99, gpufair's CPU per pod (from /proc/<pid>/stat over the run) and its
-// resident memory. bench/load_driver.sh runs the matrix of sizes and modes.
+// bind round trips) p50/p99, /filter's p50/p99 (what kube-scheduler's serial loop waits on),
+// gpufair's CPU per pod (from /proc/<pid>/stat over the run) and its resident memory.
+// bench/load_driver.sh runs the matrix of sizes and modes.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -51,10 +54,14 @@ struct Options {
   int existingGpuPods = 0;  // of those, how many hold one GPU (the rest hold none)
   int gpusPerNode = 8;
   int bindWorkers = 16;
+  // The fake API server answers every write (the Binding, PATCHes) after this long: a real
+  // kube-apiserver's etcd write takes ms, the in-process fake's ~0.1 ms.
+  int writeLatencyMs = 0;
   std::string threads = "2";  // gpufair --threads
   std::string logLevel = "info";
   bool quota = false;  // a quota ConfigMap giving the pods' namespace every GPU
   std::string workDir = "/tmp/gpufair-load-driver";
+  std::string serveFlags;  // more flags for gpufair serve, separated by spaces
   std::string perfOut;  // set: `perf record -g` gpufair while the pods are driven, into this file
 };
 
@@ -89,11 +96,13 @@ Options parseOptions(int argc, char** argv) {
   take("existing-gpu-pods", o.existingGpuPods);
   take("gpus-per-node", o.gpusPerNode);
   take("bind-workers", o.bindWorkers);
+  take("write-latency-ms", o.writeLatencyMs);
   take("threads", o.threads);
   take("log-level", o.logLevel);
   take("quota", o.quota);
   take("work-dir", o.workDir);
   take("perf-out", o.perfOut);
+  take("serve-flags", o.serveFlags);
   if (!kv.empty()) throw std::runtime_error("unknown option --" + kv.begin()->first);
   return o;
 }
@@ -225,6 +234,7 @@ int run(const Options& o) {
   std::filesystem::create_directories(o.workDir);
   k8s::fake::FakeApiServerOptions apiOptions;
   apiOptions.historyLimit = 10'000'000;
+  apiOptions.writeLatency = std::chrono::milliseconds(o.writeLatencyMs);
   k8s::fake::FakeApiServer api(apiOptions);
   api.start();
   std::vector<int> freeGpus;
@@ -234,11 +244,19 @@ int run(const Options& o) {
                o.nodes, o.existingPods, o.pods,
                std::chrono::duration<double>(Clock::now() - loadStart).count());
 
-  GpufairChild child(o.gpufair,
-                     {"serve", "--kubeconfig=" + writeKubeconfig(api, o.workDir),
-                      "--listen=127.0.0.1:0", "--metrics-listen=off", "--filter-mode=" + o.mode,
-                      "--threads=" + o.threads, "--log-level=" + o.logLevel},
-                     o.workDir + "/gpufair.log");
+  std::vector<std::string> serveArgs{"serve",
+                                     "--kubeconfig=" + writeKubeconfig(api, o.workDir),
+                                     "--listen=127.0.0.1:0",
+                                     "--metrics-listen=off",
+                                     "--filter-mode=" + o.mode,
+                                     "--threads=" + o.threads,
+                                     "--log-level=" + o.logLevel};
+  for (std::size_t at = 0; at < o.serveFlags.size();) {
+    const std::size_t space = std::min(o.serveFlags.find(' ', at), o.serveFlags.size());
+    if (space > at) serveArgs.push_back(o.serveFlags.substr(at, space - at));
+    at = space + 1;
+  }
+  GpufairChild child(o.gpufair, serveArgs, o.workDir + "/gpufair.log");
   const std::uint16_t port = child.waitForPort(std::chrono::seconds{60});
   KeepAliveClient client(port);
   const auto readyStart = Clock::now();
@@ -286,6 +304,7 @@ int run(const Options& o) {
   perf.reset();  // SIGTERM: perf writes its file and exits
 
   std::vector<double> perPod;
+  std::vector<double> filters;  // the serial scheduling loop waits on these
   int bound = 0;
   int prioritized = 0;
   for (const auto& t : timings) {
@@ -293,6 +312,7 @@ int run(const Options& o) {
     ++bound;
     prioritized += t.prioritized ? 1 : 0;
     perPod.push_back(t.filter + t.prioritize + t.bind);
+    filters.push_back(t.filter);
   }
   const std::size_t bindings = api.requests("POST", "/api/v1/namespaces/bench/pods").size();
   int boundInApi = 0;
@@ -307,11 +327,12 @@ int run(const Options& o) {
   std::printf(
       "RESULT mode=%s nodes=%d existing_pods=%d pods=%d bound=%d bound_in_api=%d "
       "api_writes=%zu prioritized=%d seconds=%.2f pods_per_s=%.0f extender_us_p50=%.0f "
-      "extender_us_p99=%.0f gpufair_cpu_us_per_pod=%.1f rss_mib=%.0f peak_rss_mib=%.0f "
-      "ready_s=%.1f\n",
+      "extender_us_p99=%.0f filter_us_p50=%.0f filter_us_p99=%.0f gpufair_cpu_us_per_pod=%.1f "
+      "rss_mib=%.0f peak_rss_mib=%.0f ready_s=%.1f write_latency_ms=%d\n",
       o.mode.c_str(), o.nodes, o.existingPods, o.pods, bound, boundInApi, bindings, prioritized,
-      seconds, bound / seconds, quantile(perPod, 0.5), quantile(perPod, 0.99), cpuPerPodUs,
-      after.rssMiB, after.peakRssMiB, readySeconds);
+      seconds, bound / seconds, quantile(perPod, 0.5), quantile(perPod, 0.99),
+      quantile(filters, 0.5), quantile(filters, 0.99), cpuPerPodUs, after.rssMiB, after.peakRssMiB,
+      readySeconds, o.writeLatencyMs);
   return bound == o.pods && boundInApi == o.pods ? 0 : 1;
 }
 

@@ -28,12 +28,6 @@ Response badRequest(std::string_view verb, std::string_view message) {
   return errorResponse(400, message);
 }
 
-Response bindError(std::string_view message) {
-  Response response;  // ExtenderBindingResult: HTTP 200, the error in the body
-  encodeErrorResult(message, response.body);
-  return response;
-}
-
 bool sameNode(const policy::Node& a, const policy::Node& b) {
   return a.allocatable == b.allocatable && a.unschedulable == b.unschedulable &&
          a.deleting == b.deleting && a.labels == b.labels;
@@ -247,73 +241,6 @@ Response ExtenderService::preempt(std::string_view body) {
   Response response;
   encodePreemptionResult(kept, response.body);
   return response;
-}
-
-Response ExtenderService::bind(std::string_view body) {
-  detail::RequestDocument document(body);
-  if (!document.status().isOk()) return badRequest("bind", document.status().reason());
-  BindingArgs args;
-  if (auto status = decodeBindingArgs(document.root(), args); !status.isOk()) {
-    return badRequest("bind", status.reason());
-  }
-  return bindError(bindArgs(args));
-}
-
-std::string ExtenderService::bindArgs(const BindingArgs& args) {
-  if (Status allowed = decisionsAllowed(); !allowed.isOk()) {
-    spdlog::info("bind {}/{} to {} refused: {}", args.podNamespace, args.podName, args.node,
-                 allowed.reason());
-    return allowed.reason();
-  }
-  const std::string argsKey = args.podNamespace + "/" + args.podName;
-  const std::string key = args.podUid.empty() ? argsKey : args.podUid;
-  const policy::PodPtr pod = mirror_.findPod(key);
-  if (pod == nullptr) {
-    const std::string message = "pod " + argsKey + " (uid " + args.podUid +
-                                ") was never offered to gpufair's filter; cannot bind";
-    spdlog::info("bind: {}", message);
-    return message;
-  }
-  if (!args.podName.empty() && pod->key() != argsKey) {
-    const std::string message = "PodUID " + args.podUid + " belongs to pod " + pod->key() +
-                                ", not " + argsKey + "; cannot bind";
-    spdlog::info("bind: {}", message);
-    return message;
-  }
-
-  auto assumed = mirror_.assume(key, args.node);
-  if (!assumed) {
-    spdlog::info("bind {} to {} refused: {}", pod->key(), args.node, assumed.error());
-    return assumed.error();
-  }
-  const bool overQuota = assumed->overQuota;
-  // The pod as assumed: a fractional pod carries the GPU it was given (gpuIndex and annotation).
-  const policy::PodPtr placed = mirror_.findPod(key);
-  if (Status bound = binder_.bind(placed != nullptr ? *placed : *pod, args.node, overQuota);
-      !bound.isOk()) {
-    mirror_.forget(key);
-    spdlog::warn("bind {} to {} failed: {}", pod->key(), args.node, bound.reason());
-    return bound.reason();
-  }
-  if (binder_.confirmsImmediately()) {
-    mirror_.confirm(key);
-    const policy::PodPtr bound = mirror_.findPod(key);
-    if (overQuota && bound != nullptr) {
-      const auto label = bound->labels.find(kOverQuotaLabel);
-      if (!bound->overQuota || label == bound->labels.end() || label->second != "true") {
-        // What the label patch does in a cluster: the borrowed pod shows as such, still bound.
-        policy::Pod labelled = *bound;
-        labelled.nodeName = args.node;
-        labelled.overQuota = true;
-        labelled.labels[kOverQuotaLabel] = "true";
-        mirror_.upsertPod(std::move(labelled));
-      }
-    }
-  }
-  if (overQuota && observer_ != nullptr) observer_->borrowed(*pod, args.node, assumed->queue);
-  spdlog::debug("bound {} to {} (queue {}{})", pod->key(), args.node, assumed->queue,
-                overQuota ? ", over quota" : "");
-  return "";
 }
 
 }  // namespace gpufair::api

@@ -228,17 +228,39 @@ void HttpSession::handleRequest() {
                                " open connections; retry later");
     return send(std::move(response), version, false);
   }
-  Response response;
+  phase_ = Phase::kHandling;
+  requestVersion_ = version;
+  requestKeepAlive_ = keepAlive;
+  // The session lives until the answer comes, however late; the reply itself holds only a plain
+  // pointer, which std::function keeps without a heap allocation.
+  handling_ = shared_from_this();
   try {
-    response = hub_.handler.handle(
-        Request{view(request.method_string()), view(request.target()), request.body()});
+    hub_.handler.handleAsync(
+        Request{view(request.method_string()), view(request.target()), request.body()},
+        [this](Response response) { onReply(std::move(response)); });
   } catch (const std::exception& e) {
     ++hub_.stats.handlerErrors;
+    if (phase_ != Phase::kHandling) {  // it answered, then threw: the request is gone
+      spdlog::error("handler failed after answering: {}", e.what());
+      return;
+    }
     spdlog::error("{} {}: handler failed: {}", view(request.method_string()),
                   view(request.target()), e.what());
-    response = errorResponse(500, std::string("internal error: ") + e.what());
+    answer(errorResponse(500, std::string("internal error: ") + e.what()));
   }
-  send(std::move(response), version, keepAlive);
+}
+
+void HttpSession::onReply(Response response) {
+  if (socket_.get_executor().running_in_this_thread()) return answer(std::move(response));
+  asio::post(socket_.get_executor(), [this, response = std::move(response)]() mutable {
+    answer(std::move(response));  // handling_ holds the session until then
+  });
+}
+
+void HttpSession::answer(Response response) {
+  if (phase_ != Phase::kHandling) return;  // answered already (the handler threw after replying)
+  const std::shared_ptr<HttpSession> self = std::move(handling_);
+  send(std::move(response), requestVersion_, requestKeepAlive_);
 }
 
 void HttpSession::sendError(int status, std::string_view message) {

@@ -1,7 +1,10 @@
 // HttpSession: one keep-alive HTTP/1.1 connection of ExtenderServer, plain or TLS.
 //   [TLS handshake (readTimeout)] -> idle (waiting for a request's first byte, idleTimeout) ->
-//   reading (readTimeout) -> handling (synchronously, on the io thread) -> writing (writeTimeout)
-//   -> idle again, or closing.
+//   reading (readTimeout) -> handling -> writing (writeTimeout) -> idle again, or closing.
+// Handling: the handler answers through a Reply (RequestHandler::handleAsync), at once on the io
+// thread (most requests) or later from another thread (/bind once its Binding is done): then the
+// answer is posted to the session's strand, and the io thread serves other connections meanwhile.
+// Nothing is timed while a request is handled (the handler bounds its own waits).
 // One deadline per phase, kept by one timer that is not re-armed per request: arming a phase only
 // moves deadline_, and the timer is moved only when the new deadline is earlier than its expiry
 // (when it fires early it waits again for the deadline in force). A request thus costs no timer
@@ -95,7 +98,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void closeSocket();  // only when no io thread runs
 
  private:
-  enum class Phase { kHandshake, kIdle, kReading, kWriting, kLingering, kClosed };
+  enum class Phase { kHandshake, kIdle, kReading, kHandling, kWriting, kLingering, kClosed };
   // The request's header fields are allocated from fieldsMemory_, which is emptied before each
   // request: Beast's fields otherwise cost a heap allocation per header line, per request.
   using Parser = boost::beast::http::request_parser<boost::beast::http::string_body,
@@ -121,6 +124,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void readRequest();
   void onRead(boost::system::error_code ec);
   void handleRequest();
+  // The handler's answer, from any thread: sent on the strand.
+  void onReply(Response response);
+  void answer(Response response);
   void sendError(int status, std::string_view message);
   void send(Response response, unsigned version, bool keepAlive);
   void onWrite(boost::system::error_code ec);
@@ -158,6 +164,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::string body_;
   Phase phase_ = Phase::kHandshake;
   bool stopRequested_ = false;
+  // The request being handled: how its answer is written.
+  unsigned requestVersion_ = 11;
+  bool requestKeepAlive_ = false;
+  // This session, from the request's handling until its answer (see handleRequest()).
+  std::shared_ptr<HttpSession> handling_;
   bool closeAfterWrite_ = false;
   bool timedOut_ = false;
   // The phase's deadline; max() when no phase is timed.

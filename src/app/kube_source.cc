@@ -78,7 +78,12 @@ KubeSource::KubeSource(const KubeSettings& settings, state::Mirror& mirror, Cloc
                                                      return options;
                                                    }())),
       decisions_(*events_),
-      binder_(client_),
+      binder_(client_,
+              [&] {
+                k8s::KubeBinderOptions options;
+                options.bindThreads = settings.bindThreads;
+                return options;
+              }()),
       labeler_(client_, clock_),
       nodeSink_(mirror),
       podSink_(mirror,

@@ -29,6 +29,10 @@ std::vector<FlagSpec> ownFlags() {
        "the kube-scheduler profile (spec.schedulerName) whose pending pods gpufair asks "
        "kube-scheduler to retry once it has a complete view",
        "gpufair"},
+      {"bind-threads",
+       "Bindings posted to the API server at once, each on a thread of its own, so that /bind "
+       "waits for the API server's answer on no HTTP io thread; 0 posts them on the io thread",
+       "16"},
       {"lease-duration", "leader election: how long a Lease is valid", "15s"},
       {"renew-deadline", "leader election: stop leading when not renewed for this long", "10s"},
       {"retry-period", "leader election: how often to try to acquire or renew", "2s"},
@@ -205,6 +209,13 @@ Status readKubeSettings(const ParsedArgs& args, KubeSettings& settings) {
     settings.followLeaseNs = follow.substr(0, slash);
     settings.followLeaseName = follow.substr(slash + 1);
   }
+  const std::string bindThreads = args.get("bind-threads");
+  auto count =
+      bindThreads == "0" ? Result<std::size_t>(0) : parseCount("bind-threads", bindThreads);
+  if (!count || *count > 256) {
+    return Status::error("--bind-threads must be a whole number from 0 to 256");
+  }
+  settings.bindThreads = *count;
   if (args.get("leader-elect") != "true" && args.get("leader-elect") != "false") {
     return Status::error("--leader-elect must be true or false");
   }

@@ -36,6 +36,7 @@ struct KubeSettings {
   std::chrono::seconds retryPeriod{2};
   std::chrono::seconds staleAfter{60};    // not ready when a watch has been down longer than this
   std::string schedulerName = "gpufair";  // the profile whose pods gpufair requeues when ready
+  std::size_t bindThreads = 16;           // k8s::KubeBinderOptions::bindThreads
 };
 
 struct ServeConfig {

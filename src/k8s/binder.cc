@@ -1,6 +1,7 @@
 #include "gpufair/k8s/binder.h"
 
 #include <algorithm>
+#include <exception>
 #include <map>
 
 #include <spdlog/spdlog.h>
@@ -21,6 +22,14 @@ KubeBinder::~KubeBinder() {
 }
 
 void KubeBinder::stop() {
+  std::vector<std::thread> binders;
+  {
+    std::lock_guard lock(bindMu_);
+    bindStopping_ = true;
+    binders.swap(bindThreads_);
+  }
+  bindQueued_.notify_all();
+  for (auto& thread : binders) thread.join();  // each binds what is queued first
   std::thread worker;
   {
     std::lock_guard lock(mu_);
@@ -106,6 +115,53 @@ Status KubeBinder::bind(const policy::Pod& pod, std::string_view node, bool over
   }
   labelOrKeep(std::move(pending));  // stopped: no worker any more
   return bound;
+}
+
+void KubeBinder::bindAsync(const policy::Pod& pod, std::string_view node, bool overQuota,
+                           state::BindDone done) {
+  {
+    std::lock_guard lock(bindMu_);
+    if (!bindStopping_ && options_.bindThreads > 0) {
+      binds_.push_back({pod, std::string(node), overQuota, std::move(done)});
+      // A thread notified but not yet awake still counts as idle: compare with the queue.
+      if (binds_.size() > bindIdle_ && bindThreads_.size() < options_.bindThreads) {
+        bindThreads_.emplace_back([this] {
+          nameThisThread("bind");
+          bindLoop();
+        });
+      } else {
+        bindQueued_.notify_one();
+      }
+      return;
+    }
+  }
+  done(bind(pod, node, overQuota));  // stopped, or no bind threads
+}
+
+void KubeBinder::bindLoop() {
+  std::unique_lock lock(bindMu_);
+  for (;;) {
+    ++bindIdle_;
+    bindQueued_.wait(lock, [this] { return !binds_.empty() || bindStopping_; });
+    --bindIdle_;
+    if (binds_.empty()) return;  // stopping, and every queued bind was done
+    BindJob job = std::move(binds_.front());
+    binds_.pop_front();
+    lock.unlock();
+    Status bound;
+    try {
+      bound = bind(job.pod, job.node, job.overQuota);
+    } catch (const std::exception& e) {
+      bound =
+          Status::error("binding " + job.pod.key() + " to " + job.node + " failed: " + e.what());
+    }
+    try {
+      job.done(std::move(bound));
+    } catch (const std::exception& e) {
+      spdlog::error("bind {}: completion failed: {}", job.pod.key(), e.what());
+    }
+    lock.lock();
+  }
 }
 
 bool KubeBinder::label(const PendingLabel& pod, bool& drop) {

@@ -44,6 +44,7 @@ TEST(ServeConfigTest, DefaultsServeTheApiServerWithTheDocumentedSettings) {
   EXPECT_EQ(c.kube.renewDeadline, 10s);
   EXPECT_EQ(c.kube.retryPeriod, 2s);
   EXPECT_EQ(c.kube.staleAfter, 60s);
+  EXPECT_EQ(c.kube.bindThreads, 16u);
   EXPECT_EQ(c.server.listen, "127.0.0.1:8888");
   EXPECT_FALSE(c.server.tls.enabled());
   EXPECT_FALSE(c.server.allowInsecureHttp);
@@ -175,6 +176,16 @@ TEST(ServeConfigTest, FilterModes) {
   EXPECT_EQ(parseOk({"--filter-mode", "top-4"}).filterMode.keep, 4u);
   EXPECT_EQ(parseError({"--filter-mode", "some"}),
             "--filter-mode: filter mode must be all, best or top-N with N >= 1, not \"some\"");
+}
+
+TEST(ServeConfigTest, BindThreadsFromNoneToMany) {
+  EXPECT_EQ(parseOk({"--bind-threads", "0"}).kube.bindThreads, 0u);  // on the io thread
+  EXPECT_EQ(parseOk({"--bind-threads", "256"}).kube.bindThreads, 256u);
+  for (const char* bad : {"257", "-1", "x"}) {
+    EXPECT_EQ(parseError({"--bind-threads", bad}),
+              "--bind-threads must be a whole number from 0 to 256")
+        << bad;
+  }
 }
 
 TEST(ServeConfigTest, FollowingTheSchedulerLeaseAndItsProfile) {

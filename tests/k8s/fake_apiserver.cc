@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <thread>
 
 #include "k8s/fake_server_state.h"
 
@@ -103,6 +104,9 @@ bool handleRequest(FakeApiServer::State& state, const HttpRequest& request, Resp
   if (closeWithoutAnswer) return false;
   if (early) return out.respond(*early);
   if (isWatch(request)) return serveWatch(state, request, out);
+  if (request.method != "GET" && state.options.writeLatency.count() > 0) {
+    std::this_thread::sleep_for(state.options.writeLatency);  // this connection's thread only
+  }
   auto response = handleRest(state, request);
   entry.status = response.status;
   {

@@ -70,6 +70,11 @@ struct FakeApiServerOptions {
   std::size_t historyLimit = 100'000;  // watch events retained; older resourceVersions expire
   std::chrono::milliseconds bookmarkInterval{0};  // 0: bookmarks only on sendBookmarks()
   bool goneAsHttpStatus = false;  // watch from an expired RV: HTTP 410 instead of an ERROR event
+  // Every write (POST, PUT, PATCH, DELETE; Bindings included) is carried out and answered only
+  // after this long, as a real kube-apiserver answers after its etcd write (ms). Each connection
+  // has its own thread, so the wait holds only the connection that asked: other requests and
+  // watches go on meanwhile. The object changes (and its watch event goes out) after the wait.
+  std::chrono::milliseconds writeLatency{0};
 };
 
 struct LoggedRequest {

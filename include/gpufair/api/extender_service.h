@@ -4,7 +4,9 @@
 //   POST /prioritize     ExtenderArgs -> HostPriorityList (scores 0..10)
 //   POST /preempt        ExtenderPreemptionArgs -> ExtenderPreemptionResult: the proposed
 //                        victims quota lets go (policy/preemption.h), as NodeNameToMetaVictims
-//   POST /bind           ExtenderBindingArgs -> ExtenderBindingResult (assume, bind, confirm)
+//   POST /bind           ExtenderBindingArgs -> ExtenderBindingResult (assume, bind, confirm);
+//                        through handleAsync() answered once the Binder's bindAsync() is done,
+//                        so the Binding's round trip holds no io thread
 //   GET  /healthz        {"status":"ok"}
 //   GET  /readyz         200 {"status":"ready"} or 503 {"status":"not ready","reason":...},
 //                        plus "checks" (HealthDetail) when health details are set
@@ -79,6 +81,9 @@ class ExtenderService final : public RequestHandler {
                   ReadinessCheck readiness = {});
 
   Response handle(const Request& request) override;
+  // POST /bind through the Binder's bindAsync() (the answer comes when the Binding is done, maybe
+  // on the binder's thread); everything else as handle(), answered at once.
+  void handleAsync(const Request& request, Reply reply) override;
   // Optional; must outlive the service. Set before serving.
   void setObserver(state::DecisionObserver* observer) { observer_ = observer; }
   // Default all. Set before serving.
@@ -102,6 +107,9 @@ class ExtenderService final : public RequestHandler {
   std::vector<policy::NodeScore> prioritizeArgs(ExtenderArgs& args);
   // "" when the pod was bound, else why not (ExtenderBindingResult.Error).
   std::string bindArgs(const BindingArgs& args);
+  // bindArgs() through the Binder's bindAsync(): the checks and the mirror's assumption on the
+  // calling thread, then `done` with the result once the Binding is done (on any thread).
+  void bindArgsAsync(const BindingArgs& args, std::function<void(std::string)> done);
   Response healthz() const;
   Response readyz() const;
   Response debugSnapshot() const;
@@ -112,6 +120,11 @@ class ExtenderService final : public RequestHandler {
   Response dispatch(const Request& request, std::string_view* verb);
   // Ok, or why no decision can be made now ("gpufair is starting: ...").
   Status decisionsAllowed() const;
+  // /bind in two halves around the Binder: the checks and the assumption (an error for the
+  // scheduler, or "" with `prepared` set), then confirm or forget by the Binding's outcome.
+  struct PreparedBind;
+  std::string prepareBind(const BindingArgs& args, PreparedBind& prepared);
+  std::string finishBind(const PreparedBind& prepared, const Status& bound);
 
   state::Mirror& mirror_;
   const policy::Scorer& scorer_;

@@ -4,6 +4,7 @@
 // to call from several io threads at once.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,11 +26,19 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers, e.g. Allow
 };
 
+// Takes a request's answer, once, on any thread.
+using Reply = std::function<void(Response)>;
+
 class RequestHandler {
  public:
   virtual ~RequestHandler() = default;
   // Never throws for bad input: every problem is a 4xx or 5xx Response with a JSON body.
   virtual Response handle(const Request& request) = 0;
+  // What the transport calls: like handle(), but a request that waits on something slow (/bind's
+  // Binding) may be answered later, from another thread, so that it holds no io thread while it
+  // waits. `reply` is called exactly once: before handleAsync returns, or later on any thread.
+  // The request's views are valid only until handleAsync returns. Default: reply(handle()).
+  virtual void handleAsync(const Request& request, Reply reply) { reply(handle(request)); }
 };
 
 // {"Error":"<message>"} with the given HTTP status; the shape every gpufair error body has.

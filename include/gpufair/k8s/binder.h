@@ -13,6 +13,13 @@
 // pods it borrowed for are no longer borrowed; the leader removes their label so that reclaim does
 // not take them.
 //
+// bindAsync() (what /bind calls) runs bind() on one of up to `bindThreads` bind threads, as
+// kube-scheduler's binding goroutines do, so the API server's answer (ms: an etcd write) holds no
+// io thread: a thread is started when a bind is queued and none is idle, and stays for the next
+// ones; each takes a pooled keep-alive connection of the client. done() runs on that thread.
+// stop() binds every bind queued first, then ends the threads; a bindAsync() after stop(), or with
+// bindThreads 0, binds on the calling thread.
+//
 // KubeBinder implements the state::Binder port that api's /bind calls.
 // Thread-safety: KubeBinder is thread-safe (bind() runs on several io threads at once).
 // OverQuotaLabeler::reconcile() is meant for one thread (a periodic loop); it is mutex-guarded.
@@ -41,6 +48,9 @@ namespace gpufair::k8s {
 struct KubeBinderOptions {
   std::chrono::milliseconds requestTimeout{10'000};
   int maxLabelAttempts = 10;  // a label patch is given up (and logged) after this many failures
+  // Binds in flight at once on bindAsync()'s threads (kube-scheduler binds up to 16 pods at once
+  // by default); 0: bindAsync() binds on the calling thread.
+  std::size_t bindThreads = 16;
 };
 
 class KubeBinder final : public state::Binder {
@@ -54,6 +64,9 @@ class KubeBinder final : public state::Binder {
   // over-quota label when `overQuota`. A bind error is Status::error with the API server's
   // message; a label error is not an error of bind().
   Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) override;
+  // bind() on a bind thread (see above); done gets its outcome there.
+  void bindAsync(const policy::Pod& pod, std::string_view node, bool overQuota,
+                 state::BindDone done) override;
   // The watch confirms a binding, not the caller.
   bool confirmsImmediately() const override { return false; }
 
@@ -64,7 +77,7 @@ class KubeBinder final : public state::Binder {
   std::size_t pendingLabels() const;
   // Waits until every label queued by bind() so far was tried once.
   void flushLabels();
-  // Tries every queued label, then ends the worker. Idempotent.
+  // Binds every queued bind and tries every queued label, then ends the threads. Idempotent.
   void stop();
   std::uint64_t labelFailures() const;  // failed label patches, for metrics
 
@@ -80,6 +93,13 @@ class KubeBinder final : public state::Binder {
   // Patches the label; a failure worth retrying goes to pending_.
   void labelOrKeep(PendingLabel pending);
   void labelLoop();
+  struct BindJob {
+    policy::Pod pod;
+    std::string node;
+    bool overQuota = false;
+    state::BindDone done;
+  };
+  void bindLoop();
 
   KubeClientPtr client_;
   KubeBinderOptions options_;
@@ -92,6 +112,14 @@ class KubeBinder final : public state::Binder {
   std::condition_variable queuedMore_;  // queued_ grew, or stopping_
   std::condition_variable drained_;     // queued_ is empty and labelling_ false
   std::thread worker_;                  // started by the first queued label; GUARDED_BY(mu_)
+
+  // The bind threads. Lock order: bindMu_ is never held with mu_.
+  std::mutex bindMu_;
+  std::deque<BindJob> binds_;             // queued by bindAsync(); GUARDED_BY(bindMu_)
+  std::size_t bindIdle_ = 0;              // bind threads waiting for a bind; GUARDED_BY(bindMu_)
+  bool bindStopping_ = false;             // GUARDED_BY(bindMu_)
+  std::condition_variable bindQueued_;    // binds_ grew, or bindStopping_
+  std::vector<std::thread> bindThreads_;  // GUARDED_BY(bindMu_)
 };
 
 struct OverQuotaLabelerOptions {

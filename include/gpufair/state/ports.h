@@ -12,6 +12,7 @@
 // Thread-safety: stated per interface below.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,9 +26,12 @@ namespace gpufair::state {
 
 // How /bind makes a placement real. The k8s module posts a Binding (and labels borrowed pods
 // gpufair.io/over-quota=true); in file mode api::MemoryBinder records the binding and nothing
-// else. ExtenderService calls bind() after the mirror assumed the placement; on failure it forgets
-// the assumption. Thread-safety: implementations must be safe to call from several io threads at
-// once. bind() runs on an io thread, so a slow implementation holds that thread for its duration.
+// else. ExtenderService calls bindAsync() (the webhook; bind() for in-process callers) after the
+// mirror assumed the placement; on failure it forgets the assumption. Thread-safety:
+// implementations must be safe to call from several threads at once. bindAsync() is called on an
+// io thread: an implementation that waits on the network does so on threads of its own (the
+// default binds on the calling thread, for binders that do not wait).
+using BindDone = std::function<void(Status)>;
 class Binder {
  public:
   virtual ~Binder() = default;
@@ -36,6 +40,12 @@ class Binder {
   // carry the label gpufair.io/over-quota=true. A failure is Status::error with a reason for the
   // scheduler.
   virtual Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) = 0;
+  // bind(), maybe on another thread: `done` gets its outcome exactly once, before bindAsync()
+  // returns or later on one of the binder's threads. The arguments are copied as needed.
+  virtual void bindAsync(const policy::Pod& pod, std::string_view node, bool overQuota,
+                         BindDone done) {
+    done(bind(pod, node, overQuota));
+  }
   // Whether a successful bind() is final at once: no watch event will confirm it, so the caller
   // confirms the assumption itself (and records the over-quota label in the mirror).
   virtual bool confirmsImmediately() const = 0;
@@ -43,7 +53,8 @@ class Binder {
 using BinderPtr = std::unique_ptr<Binder>;
 
 // Told of decisions a person should see on the pod (as Kubernetes Events in a cluster).
-// Called on io threads; implementations must be quick and thread-safe (queue, don't block).
+// Called on io threads (borrowed(): on the binder's thread when the Binding completes there);
+// implementations must be quick and thread-safe (queue, don't block).
 class DecisionObserver {
  public:
   virtual ~DecisionObserver() = default;
