@@ -78,7 +78,9 @@ $(BUILD)/build.ninja: | deps
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# Builds only what it runs (the gpufair binary), not the test suite that `build` adds.
+run: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target gpufair
 	$(BUILD)/src/app/gpufair serve --cluster $(CLUSTER) --listen $(LISTEN)
 
 # The suite under ASan + UBSan, with the libFuzzer targets in the same build (one clang build serves
