@@ -19,16 +19,26 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b) {
 }
 
 // Reads an optional string field; false with an error message when present but not a string.
-bool optString(object obj, std::string_view key, std::string& out, std::string& error,
-               std::string_view where) {
+bool optStringView(object obj, std::string_view key, std::string_view& out, std::string& error,
+                   std::string_view where, bool* present) {
   element e;
-  if (!field(obj, key, e)) return true;
-  std::string_view s;
-  if (e.get_string().get(s) != simdjson::SUCCESS) {
+  const bool found = field(obj, key, e);
+  if (present != nullptr) *present = found;
+  if (!found) return true;
+  if (e.get_string().get(out) != simdjson::SUCCESS) {
+    out = {};
     error = std::string(where) + "." + std::string(key) + " must be a string";
     return false;
   }
-  out.assign(s);
+  return true;
+}
+
+bool optString(object obj, std::string_view key, std::string& out, std::string& error,
+               std::string_view where) {
+  std::string_view s;
+  bool present = false;
+  if (!optStringView(obj, key, s, error, where, &present)) return false;
+  if (present) out.assign(s);
   return true;
 }
 
@@ -157,12 +167,7 @@ bool containers(object spec, std::string_view key, bool init, std::vector<Contai
       error = " must be an object";
       return failAt("");
     }
-    element nameValue;
-    if (field(co, "name", nameValue) && nameValue.get_string().get(name) != simdjson::SUCCESS) {
-      name = {};
-      error = ".name must be a string";
-      return failAt("");
-    }
+    if (!optStringView(co, "name", name, error, "")) return failAt("");
     ContainerResources res;
     object resources;
     bool present = false;
@@ -184,13 +189,8 @@ bool containers(object spec, std::string_view key, bool init, std::vector<Contai
       res.gpuMilli.request = pick(req.gpuMilli, lim.gpuMilli);
     }
     if (init) {
-      element policyValue;
       std::string_view policyName;
-      if (field(co, "restartPolicy", policyValue) &&
-          policyValue.get_string().get(policyName) != simdjson::SUCCESS) {
-        error = ".restartPolicy must be a string";
-        return failAt("");
-      }
+      if (!optStringView(co, "restartPolicy", policyName, error, "")) return failAt("");
       const bool restartable = policyName == "Always";
       res.gpus.restartable = res.cpu.restartable = res.memory.restartable =
           res.gpuMilli.restartable = restartable;
@@ -203,13 +203,8 @@ bool containers(object spec, std::string_view key, bool init, std::vector<Contai
 
 bool timestamp(object obj, std::string_view key, std::optional<Timestamp>& out, std::string& error,
                std::string_view where) {
-  element e;
-  if (!field(obj, key, e)) return true;
   std::string_view text;  // read in place: a timestamp's text is longer than a short string
-  if (e.get_string().get(text) != simdjson::SUCCESS) {
-    error = std::string(where) + "." + std::string(key) + " must be a string";
-    return false;
-  }
+  if (!optStringView(obj, key, text, error, where)) return false;
   if (text.empty()) return true;
   Result<Timestamp> t = parseTimestamp(text);
   if (!t) {

@@ -28,6 +28,10 @@ bool equalsIgnoreCase(std::string_view a, std::string_view b);
 // Reads an optional string field; false with an error message when present but not a string.
 bool optString(object obj, std::string_view key, std::string& out, std::string& error,
                std::string_view where);
+// optString without the copy: `out` views the parsed document (valid while it lives); left as it
+// is when the field is absent (`present`, when given, says which). On an error `out` is empty.
+bool optStringView(object obj, std::string_view key, std::string_view& out, std::string& error,
+                   std::string_view where, bool* present = nullptr);
 // Reads an optional object field (present says whether it was there); false when not an object.
 bool optObject(object obj, std::string_view key, object& out, bool& present, std::string& error,
                std::string_view where);

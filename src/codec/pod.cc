@@ -129,13 +129,14 @@ Result<MilliGpu> decodeSpec(object spec, policy::Pod& out) {
   }
   thread_local std::vector<policy::ContainerGpus> regular;
   thread_local std::vector<policy::ContainerGpus> init;
-  // The requests of one resource (member) of every container, then of every init container.
-  auto columns = [](auto member) -> const std::vector<policy::ContainerGpus>& {
+  // One resource's (member's) request as kube-scheduler adds it up: its column of the containers
+  // and of the init containers, then the overhead.
+  auto request = [](auto member, MilliGpu overhead) {
     regular.clear();
     init.clear();
     for (const auto& c : regularAll) regular.push_back(c.*member);
     for (const auto& c : initAll) init.push_back(c.*member);
-    return regular;
+    return policy::effectiveRequest(regular, init, overhead);
   };
   // effectiveRequest adds these up; a huge count ("10E" in two containers, each saturating
   // int64) must not wrap around to a negative request.
@@ -157,13 +158,11 @@ Result<MilliGpu> decodeSpec(object spec, policy::Pod& out) {
       }
     }
   }
-  out.gpus = policy::effectiveRequest(columns(&ContainerResources::gpus), init,
-                                      std::max<MilliGpu>(overheads.gpus, 0));
-  out.cpuMilli = policy::effectiveRequest(columns(&ContainerResources::cpu), init,
-                                          std::max<std::int64_t>(overheads.cpuMilli, 0));
-  out.memoryBytes = policy::effectiveRequest(columns(&ContainerResources::memory), init,
-                                             std::max<std::int64_t>(overheads.memory, 0));
-  return policy::effectiveRequest(columns(&ContainerResources::gpuMilli), init, 0);
+  out.gpus = request(&ContainerResources::gpus, std::max<MilliGpu>(overheads.gpus, 0));
+  out.cpuMilli = request(&ContainerResources::cpu, std::max<std::int64_t>(overheads.cpuMilli, 0));
+  out.memoryBytes =
+      request(&ContainerResources::memory, std::max<std::int64_t>(overheads.memory, 0));
+  return request(&ContainerResources::gpuMilli, 0);
 }
 
 // The uid of metadata.ownerReferences' entry with controller: true (the API server allows at most
