@@ -4,11 +4,11 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include "gpufair/api/extender_service.h"
-#include "gpufair/api/request_observer.h"
 #include "gpufair/api/wire.h"
 #include "gpufair/common/labels.h"
 
@@ -17,9 +17,14 @@
 namespace gpufair::api {
 namespace {
 
-Response badRequest(std::string_view message) {
-  spdlog::info("bind: bad request: {}", message);
-  return errorResponse(400, message);
+// The body's BindingArgs in `args`, or the 400 answer when it has none.
+std::optional<Response> decodeBind(std::string_view body, BindingArgs& args) {
+  detail::RequestDocument document(body);
+  if (!document.status().isOk()) return detail::badRequest("bind", document.status().reason());
+  if (auto status = decodeBindingArgs(document.root(), args); !status.isOk()) {
+    return detail::badRequest("bind", status.reason());
+  }
+  return std::nullopt;
 }
 
 Response bindError(std::string_view message) {
@@ -31,12 +36,8 @@ Response bindError(std::string_view message) {
 }  // namespace
 
 Response ExtenderService::bind(std::string_view body) {
-  detail::RequestDocument document(body);
-  if (!document.status().isOk()) return badRequest(document.status().reason());
   BindingArgs args;
-  if (auto status = decodeBindingArgs(document.root(), args); !status.isOk()) {
-    return badRequest(status.reason());
-  }
+  if (std::optional<Response> bad = decodeBind(body, args)) return std::move(*bad);
   return bindError(bindArgs(args));
 }
 
@@ -47,21 +48,12 @@ void ExtenderService::handleAsync(const Request& request, Reply reply) {
   const auto start = std::chrono::steady_clock::now();
   // Answers and hears of it as handle() does, when the Binding is done.
   auto answer = [this, start, reply = std::move(reply)](Response response) {
-    if (requestObserver_ != nullptr) {
-      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-      requestObserver_->observe("bind", resultLabel(response.status), took.count());
-    }
+    observeRequest("bind", response.status, start);
     reply(std::move(response));
   };
   BindingArgs args;
-  {
-    detail::RequestDocument document(request.body);
-    if (!document.status().isOk()) {
-      return answer(badRequest(document.status().reason()));
-    }
-    if (auto status = decodeBindingArgs(document.root(), args); !status.isOk()) {
-      return answer(badRequest(status.reason()));
-    }
+  if (std::optional<Response> bad = decodeBind(request.body, args)) {
+    return answer(std::move(*bad));
   }
   bindArgsAsync(
       args, [answer = std::move(answer)](std::string error) mutable { answer(bindError(error)); });

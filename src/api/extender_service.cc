@@ -58,9 +58,15 @@ Response ExtenderService::handle(const Request& request) {
   const auto start = std::chrono::steady_clock::now();
   std::string_view verb = "unknown";
   Response response = dispatch(request, &verb);
-  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  requestObserver_->observe(verb, resultLabel(response.status), took.count());
+  observeRequest(verb, response.status, start);
   return response;
+}
+
+void ExtenderService::observeRequest(std::string_view verb, int status,
+                                     std::chrono::steady_clock::time_point start) const {
+  if (requestObserver_ == nullptr) return;
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  requestObserver_->observe(verb, resultLabel(status), took.count());
 }
 
 Response ExtenderService::dispatch(const Request& request, std::string_view* verb) {

@@ -23,11 +23,6 @@ Response badFilterRequest(std::string_view message) {
   return response;
 }
 
-Response badRequest(std::string_view verb, std::string_view message) {
-  spdlog::info("{}: bad request: {}", verb, message);
-  return errorResponse(400, message);
-}
-
 bool sameNode(const policy::Node& a, const policy::Node& b) {
   return a.allocatable == b.allocatable && a.unschedulable == b.unschedulable &&
          a.deleting == b.deleting && a.labels == b.labels;
@@ -165,10 +160,11 @@ policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
 
 Response ExtenderService::prioritize(std::string_view body) {
   detail::RequestDocument document(body);
-  if (!document.status().isOk()) return badRequest("prioritize", document.status().reason());
+  if (!document.status().isOk())
+    return detail::badRequest("prioritize", document.status().reason());
   ExtenderArgs& args = document.extenderArgs();
   if (auto status = decodeExtenderArgs(document.root(), args); !status.isOk()) {
-    return badRequest("prioritize", status.reason());
+    return detail::badRequest("prioritize", status.reason());
   }
   Response response;
   encodeHostPriorityList(prioritizeArgs(args), response.body);
@@ -201,10 +197,10 @@ std::vector<policy::NodeScore> ExtenderService::prioritizeArgs(ExtenderArgs& arg
 
 Response ExtenderService::preempt(std::string_view body) {
   detail::RequestDocument document(body);
-  if (!document.status().isOk()) return badRequest("preempt", document.status().reason());
+  if (!document.status().isOk()) return detail::badRequest("preempt", document.status().reason());
   PreemptionArgs args;
   if (auto status = decodePreemptionArgs(document.root(), args); !status.isOk()) {
-    return badRequest("preempt", status.reason());
+    return detail::badRequest("preempt", status.reason());
   }
   if (Status allowed = decisionsAllowed(); !allowed.isOk()) {
     spdlog::info("preempt {}: no victims: {}", args.pod.key(), allowed.reason());

@@ -1,5 +1,7 @@
 #include "request_document.h"
 
+#include <spdlog/spdlog.h>
+
 namespace gpufair::api::detail {
 
 RequestDocument::Scratch& RequestDocument::threadScratch() {
@@ -46,6 +48,11 @@ void RequestDocument::parse(std::string_view head, std::string_view middle, std:
     status_ = Status::error(std::string("request body is not valid JSON: ") +
                             simdjson::error_message(error));
   }
+}
+
+Response badRequest(std::string_view verb, std::string_view message) {
+  spdlog::info("{}: bad request: {}", verb, message);
+  return errorResponse(400, message);
 }
 
 }  // namespace gpufair::api::detail

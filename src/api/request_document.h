@@ -11,6 +11,7 @@
 
 #include <simdjson.h>
 
+#include "gpufair/api/http.h"
 #include "gpufair/api/wire.h"
 #include "gpufair/common/status.h"
 
@@ -55,5 +56,9 @@ class RequestDocument {
   Status status_;
   bool namesTaken_ = false;
 };
+
+// The 400 answer to a request body that cannot be read (not JSON, or not the verb's arguments),
+// with the reason, logged at info under the verb's name.
+Response badRequest(std::string_view verb, std::string_view message);
 
 }  // namespace gpufair::api::detail

@@ -24,6 +24,7 @@
 // and buffers. The mirror, scorer and binder must outlive the service.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <span>
@@ -120,6 +121,9 @@ class ExtenderService final : public RequestHandler {
   Response dispatch(const Request& request, std::string_view* verb);
   // Ok, or why no decision can be made now ("gpufair is starting: ...").
   Status decisionsAllowed() const;
+  // Tells the request observer (when set) of one answered request, timed from `start`.
+  void observeRequest(std::string_view verb, int status,
+                      std::chrono::steady_clock::time_point start) const;
   // /bind in two halves around the Binder: the checks and the assumption (an error for the
   // scheduler, or "" with `prepared` set), then confirm or forget by the Binding's outcome.
   struct PreparedBind;
