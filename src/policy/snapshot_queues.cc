@@ -135,12 +135,7 @@ void ClusterSnapshot::sumQueues(const ClusterSnapshot* previous,
   if (previous != nullptr && previous->capacity_ == capacity_ &&
       std::equal(inputs.begin(), inputs.end(), previous->queues_.begin(), previous->queues_.end(),
                  [](const FairShareInput& now, const QueueState& was) {
-                   const FairShareInput before = fairShareInput(was);
-                   return now.name == before.name && now.deserved == before.deserved &&
-                          now.limit == before.limit &&
-                          now.overQuotaWeight == before.overQuotaWeight &&
-                          now.demand == before.demand && now.parent == before.parent &&
-                          now.priority == before.priority;
+                   return now == fairShareInput(was);
                  })) {
     for (std::size_t i = 0; i < queues_.size(); ++i) {
       queues_[i].fairShare = previous->queues_[i].fairShare;

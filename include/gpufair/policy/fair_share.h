@@ -46,6 +46,9 @@ struct FairShareInput {
   MilliGpu demand = 0;            // allocated + pending; negative counts as 0
   int parent = -1;                // index of the parent input; -1 (or invalid, or a cycle): top
   int priority = 0;               // higher gets idle GPUs first
+
+  // Every field: equal inputs (and capacity) give equal shares.
+  bool operator==(const FairShareInput&) const = default;
 };
 
 // One share per input, in input order. `capacity`: the GPUs to share (ClusterSnapshot::capacity()).
