@@ -142,10 +142,12 @@ policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
   policy::FilterResult result = policy::filterRanked(*snapshot, args.pod, args.candidates,
                                                      positions, scorer_, filterMode_.keep);
 
-  spdlog::debug(
-      "filter {} ({} GPUs, queue {}): {} of {} nodes feasible, {} failed, {} unresolvable",
-      args.pod.key(), formatGpus(args.pod.gpus), args.pod.queue, result.feasible.size(),
-      args.candidates.size(), result.failed.size(), result.unresolvable.size());
+  if (spdlog::should_log(spdlog::level::debug)) {  // key() and formatGpus() allocate
+    spdlog::debug(
+        "filter {} ({} GPUs, queue {}): {} of {} nodes feasible, {} failed, {} unresolvable",
+        args.pod.key(), formatGpus(args.pod.gpus), args.pod.queue, result.feasible.size(),
+        args.candidates.size(), result.failed.size(), result.unresolvable.size());
+  }
   if (result.feasible.empty() && !args.candidates.empty()) {
     const std::string reason(firstReason(result));
     spdlog::info("filter rejected {} ({} GPUs, queue {}) on all {} nodes: {}", args.pod.key(),
