@@ -52,7 +52,7 @@ std::string PodCache::keyOf(const policy::Pod& pod) {
 }
 
 const PodCache::Entry* PodCache::find(std::string_view uid) const {
-  auto it = pods_.find(std::string(uid));
+  auto it = pods_.find(uid);
   return it == pods_.end() ? nullptr : &it->second;
 }
 
@@ -121,7 +121,7 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
 }
 
 void PodCache::remove(std::string_view uid) {
-  auto it = pods_.find(std::string(uid));
+  auto it = pods_.find(uid);
   if (it == pods_.end()) return;
   const std::string& key = it->first;
   unindex(key, *it->second.pod, nullptr);
@@ -164,9 +164,11 @@ PodCache::Stored PodCache::upsert(policy::Pod pod, Timestamp now, const QuotaCon
   return {std::move(stored), firstSeen};
 }
 
-PodCache::Stored PodCache::notePending(policy::Pod pod, Timestamp now, const QuotaConfig& quota) {
-  if (pod.uid.empty()) pod.uid = keyOf(pod);
-  auto it = pods_.find(pod.uid);
+PodCache::Stored PodCache::notePending(const policy::Pod& offered, Timestamp now,
+                                       const QuotaConfig& quota) {
+  const std::string madeKey = offered.uid.empty() ? keyOf(offered) : std::string();
+  const std::string& key = offered.uid.empty() ? madeKey : offered.uid;
+  auto it = pods_.find(key);
   const bool firstSeen = it == pods_.end();
   if (!firstSeen) {
     Entry& known = it->second;
@@ -175,11 +177,13 @@ PodCache::Stored PodCache::notePending(policy::Pod pod, Timestamp now, const Quo
       if (known.pod->nodeName.empty()) known.seen = now;
       return {};
     }
-    if (sameOffer(*known.pod, pod)) {
+    if (sameOffer(*known.pod, offered)) {
       known.seen = now;  // still wanted; no new snapshot
       return {};
     }
   }
+  policy::Pod pod = offered;
+  pod.uid = key;
   resolve(pod, quota);
   pod.nodeName.clear();
   auto stored = std::make_shared<const policy::Pod>(std::move(pod));
@@ -219,14 +223,14 @@ void PodCache::assume(policy::PodPtr placed, Timestamp now) {
 }
 
 bool PodCache::confirm(std::string_view uid) {
-  auto it = pods_.find(std::string(uid));
+  auto it = pods_.find(uid);
   if (it == pods_.end() || !it->second.assumed) return false;
   store(it->second.pod, it->second.seen, true, false);
   return true;
 }
 
 bool PodCache::forget(std::string_view uid, Timestamp now) {
-  auto it = pods_.find(std::string(uid));
+  auto it = pods_.find(uid);
   if (it == pods_.end() || !it->second.assumed) return false;
   reset(it->first, now);
   return true;

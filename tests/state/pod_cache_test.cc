@@ -308,6 +308,24 @@ TEST_F(PodCacheTest, AnUnchangedOfferOnlyRefreshesWhenItWasSeen) {
   EXPECT_TRUE(dirty_.hasPending());
 }
 
+TEST_F(PodCacheTest, AnOfferIsStoredAsACopyUnderItsKeyAndLeftAsGiven) {
+  // notePending takes the offered pod by reference: what it stores is its own resolved copy
+  // (uid "ns/name" when the pod has none), and the caller's pod is not touched.
+  policy::Pod offered = MakePod("team-a", "no-uid").gpus(2).uid("");
+  const auto first = cache_.notePending(offered, now_, quota_);
+  ASSERT_NE(first.pod, nullptr);
+  EXPECT_TRUE(first.firstSeen);
+  EXPECT_EQ(first.pod->uid, "team-a/no-uid");
+  EXPECT_EQ(first.pod->queue, "team-a");
+  EXPECT_EQ(cache_.findPod("team-a/no-uid"), first.pod);
+  EXPECT_EQ(offered.uid, "");
+  EXPECT_EQ(offered.queue, "");
+  dirty_.clear();
+  EXPECT_EQ(cache_.notePending(offered, now_, quota_).pod, nullptr);  // the same offer again
+  EXPECT_TRUE(dirty_.empty());
+  EXPECT_EQ(cache_.size(), 1u);
+}
+
 TEST_F(PodCacheTest, RequeueMovesPendingAndPlacedPodsToTheirNewQueue) {
   cache_.upsert(MakePod("ml", "waiting").gpus(1), now_, quota_);
   cache_.upsert(MakePod("ml", "running").gpus(1).on("n1"), now_, quota_);
