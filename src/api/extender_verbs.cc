@@ -105,10 +105,18 @@ Response ExtenderService::filter(std::string_view body) {
   if (auto status = decodeExtenderArgs(document.root(), args); !status.isOk()) {
     return badFilterRequest(status.reason());
   }
+  // Gives the memo's names back when the request is done (before `document` goes).
+  struct Lent {
+    std::vector<std::string_view>* names = nullptr;
+    ~Lent() {
+      if (names != nullptr) threadNames.giveBack(*names);
+    }
+  } lent;
   if (document.namesTaken()) {
-    // The body was parsed with `[]` for its one NodeNames array: the names are the memo's.
-    const auto names = threadNames.names();
-    args.candidates.assign(names.begin(), names.end());
+    // The body was parsed with `[]` for its one NodeNames array: the names are the memo's, lent
+    // for this request (a copy was N views per /filter).
+    threadNames.lend(args.candidates);
+    lent.names = &args.candidates;
     args.candidatesKnown = {threadNames.version(), threadNames.changedFrom(),
                             threadNames.sameHead(), threadNames.sameTail()};
   }
