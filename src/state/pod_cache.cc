@@ -13,8 +13,8 @@ bool isPendingDemand(const policy::Pod& pod) {
   return pod.nodeName.empty() && pod.gpus > 0 && !pod.isFinished() && !pod.terminating;
 }
 
-void eraseFrom(std::unordered_map<std::string, std::set<std::string>>& index,
-               const std::string& key, const std::string& uid) {
+template <class Index>
+void eraseFrom(Index& index, const std::string& key, const std::string& uid) {
   auto it = index.find(key);
   if (it == index.end()) return;
   it->second.erase(uid);
@@ -91,6 +91,29 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
   auto it = pods_.find(key);
   const bool wasAssumed = it != pods_.end() && it->second.assumed;
   const bool apiKnown = fromApi || (it != pods_.end() && it->second.fromApi);
+  if (it != pods_.end() && it->second.pod == pod && !isPendingDemand(*pod)) {
+    // The very pod stored, not pending (a confirm, or a watch event equal to the bound or assumed
+    // pod we hold): its node's pods, the gang index and the pending list stay as they are; only
+    // the flags change, and the provisional list with them. No node state is rebuilt for it.
+    Entry& e = it->second;
+    if (assumed != wasAssumed) {
+      if (assumed) {
+        assumed_.insert(key);
+      } else {
+        assumed_.erase(key);
+      }
+      dirty_.provisional();
+    }
+    e.seen = seen;
+    e.fromApi = apiKnown;
+    e.assumed = assumed;
+    if (!e.fromApi && e.pod->nodeName.empty()) {
+      offeredOnly_.insert(key);
+    } else {
+      offeredOnly_.erase(key);
+    }
+    return;
+  }
   if (it != pods_.end()) unindex(key, *it->second.pod, pod.get());
   mark(*pod);
   if (!pod->nodeName.empty()) podsOnNode_[pod->nodeName].insert(key);
@@ -108,7 +131,7 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
     }
     dirty_.provisional();
   }
-  Entry& e = pods_[key];
+  Entry& e = it != pods_.end() ? it->second : pods_[key];  // one lookup for a known pod
   e.pod = std::move(pod);
   e.seen = seen;
   e.fromApi = e.fromApi || fromApi;
@@ -159,7 +182,11 @@ PodCache::Stored PodCache::upsert(policy::Pod pod, Timestamp now, const QuotaCon
       if (pod.nodeName == old.nodeName) pod.overQuota = pod.overQuota || old.overQuota;
     }
   }
-  auto stored = std::make_shared<const policy::Pod>(std::move(pod));
+  // A pod equal to the one held (the watch showing our bind as we assumed it) keeps the held
+  // object: store() then rebuilds nothing for it.
+  auto stored = !firstSeen && *it->second.pod == pod
+                    ? it->second.pod
+                    : std::make_shared<const policy::Pod>(std::move(pod));
   store(stored, now, true, assumed);
   return {std::move(stored), firstSeen};
 }
@@ -266,7 +293,7 @@ std::size_t PodCache::expire(Timestamp now, std::chrono::seconds assumeTtl,
 
 std::vector<policy::PodPtr> PodCache::podsOn(std::string_view node) const {
   std::vector<policy::PodPtr> out;
-  auto on = podsOnNode_.find(std::string(node));
+  auto on = podsOnNode_.find(node);  // no copy of the name
   if (on == podsOnNode_.end()) return out;
   out.reserve(on->second.size());
   for (const auto& uid : on->second) out.push_back(pods_.at(uid).pod);

@@ -294,6 +294,50 @@ TEST_F(PodCacheTest, ChangesMarkWhatTheyAffect) {
   EXPECT_TRUE(dirty_.empty());
 }
 
+// A bind that goes through changes no node twice: the confirm, and the watch showing the pod
+// bound as assumed, in either order, keep the assumed pod object and mark only the provisional
+// set. A watch event that differs replaces the pod and marks its node.
+TEST_F(PodCacheTest, AConfirmOrAWatchEventEqualToTheHeldPodChangesNoNode) {
+  // What the API shows right after our Binding: the pod on n1, still Pending.
+  auto watchBound = [&] {
+    cache_.upsert(MakePod("team-a", "p").gpus(2).on("n1").phase(policy::PodPhase::kPending), now_,
+                  quota_);
+  };
+  for (const bool watchFirst : {false, true}) {
+    SCOPED_TRACE(watchFirst ? "watch, then confirm" : "confirm, then watch");
+    cache_.remove(kUid);
+    apply(Op::kListUnbound);
+    apply(Op::kAssume);
+    const policy::PodPtr assumed = cache_.findPod(kUid);
+    dirty_.clear();
+    if (watchFirst) {
+      watchBound();
+    } else {
+      apply(Op::kConfirm);
+    }
+    EXPECT_TRUE(dirty_.nodes().empty());
+    EXPECT_FALSE(dirty_.hasPending());
+    EXPECT_TRUE(dirty_.hasProvisional());
+    EXPECT_FALSE(cache_.isAssumed(kUid));
+    EXPECT_EQ(cache_.findPod(kUid), assumed);
+    dirty_.clear();
+    if (watchFirst) {
+      apply(Op::kConfirm);
+    } else {
+      watchBound();
+    }
+    EXPECT_TRUE(dirty_.empty());
+    EXPECT_EQ(cache_.findPod(kUid), assumed);
+    EXPECT_EQ(cache_.podsOn("n1"), std::vector<policy::PodPtr>{assumed});
+    EXPECT_TRUE(cache_.pending().empty());
+  }
+  // Running now, and labelled.
+  cache_.upsert(MakePod("team-a", "p").gpus(2).on("n1").label("app", "x"), now_, quota_);
+  EXPECT_EQ(dirty_.nodes(), (std::set<std::string, std::less<>>{"n1"}));
+  EXPECT_EQ(cache_.findPod(kUid)->labels.at("app"), "x");
+  EXPECT_EQ(cache_.podsOn("n1").size(), 1u);
+}
+
 TEST_F(PodCacheTest, AnUnchangedOfferOnlyRefreshesWhenItWasSeen) {
   apply(Op::kOffer);
   dirty_.clear();

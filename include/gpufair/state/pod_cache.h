@@ -139,7 +139,7 @@ class PodCache {
 
   DirtySet& dirty_;
   std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>> pods_;  // by uid
-  std::unordered_map<std::string, std::set<std::string>> podsOnNode_;
+  std::unordered_map<std::string, std::set<std::string>, KeyHash, std::equal_to<>> podsOnNode_;
   // Pending demand in key order (keyOf), chunks shared with the lists handed out.
   void setPending(const std::string& key, const policy::PodPtr& pod);
   void erasePending(const std::string& key);
