@@ -105,10 +105,18 @@ Response ExtenderService::filter(std::string_view body) {
   if (auto status = decodeExtenderArgs(document.root(), args); !status.isOk()) {
     return badFilterRequest(status.reason());
   }
+  // Gives the memo's names back when the request is done (before `document` goes).
+  struct Lent {
+    std::vector<std::string_view>* names = nullptr;
+    ~Lent() {
+      if (names != nullptr) threadNames.giveBack(*names);
+    }
+  } lent;
   if (document.namesTaken()) {
-    // The body was parsed with `[]` for its one NodeNames array: the names are the memo's.
-    const auto names = threadNames.names();
-    args.candidates.assign(names.begin(), names.end());
+    // The body was parsed with `[]` for its one NodeNames array: the names are the memo's, lent
+    // for this request (a copy was N views per /filter).
+    threadNames.lend(args.candidates);
+    lent.names = &args.candidates;
     args.candidatesKnown = {threadNames.version(), threadNames.changedFrom(),
                             threadNames.sameHead(), threadNames.sameTail()};
   }
@@ -142,10 +150,12 @@ policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
   policy::FilterResult result = policy::filterRanked(*snapshot, args.pod, args.candidates,
                                                      positions, scorer_, filterMode_.keep);
 
-  spdlog::debug(
-      "filter {} ({} GPUs, queue {}): {} of {} nodes feasible, {} failed, {} unresolvable",
-      args.pod.key(), formatGpus(args.pod.gpus), args.pod.queue, result.feasible.size(),
-      args.candidates.size(), result.failed.size(), result.unresolvable.size());
+  if (spdlog::should_log(spdlog::level::debug)) {  // key() and formatGpus() allocate
+    spdlog::debug(
+        "filter {} ({} GPUs, queue {}): {} of {} nodes feasible, {} failed, {} unresolvable",
+        args.pod.key(), formatGpus(args.pod.gpus), args.pod.queue, result.feasible.size(),
+        args.candidates.size(), result.failed.size(), result.unresolvable.size());
+  }
   if (result.feasible.empty() && !args.candidates.empty()) {
     const std::string reason(firstReason(result));
     spdlog::info("filter rejected {} ({} GPUs, queue {}) on all {} nodes: {}", args.pod.key(),

@@ -86,6 +86,8 @@ std::size_t commonSuffix(std::string_view a, std::string_view b) {
 }  // namespace
 
 bool NodeNamesMemo::take(std::string_view body, std::size_t& arrayBegin, std::size_t& arrayEnd) {
+  // names() lent out and not given back (lend()): the views are made again from the record.
+  if (names_.size() != tokens_.size()) viewNames();
   unchanged_ = false;
   read_ = 0;
   changedFrom_ = 0;
@@ -209,6 +211,10 @@ void NodeNamesMemo::remember(std::string_view array, std::string_view after,
   raw_.assign(array);
   after_.assign(after);
   tokens_.swap(tokens);
+  viewNames();
+}
+
+void NodeNamesMemo::viewNames() {
   names_.resize(tokens_.size());
   const std::string_view raw(raw_);
   for (std::size_t i = 0; i < tokens_.size(); ++i) {

@@ -31,6 +31,11 @@ class NodeNamesMemo {
   // The names of the last array take() accepted (views into the memo; valid until the next
   // take()).
   std::span<const std::string_view> names() const { return names_; }
+  // Lends names() to `out` by swapping vectors (no copy of the N views): `out` then holds them
+  // and names() what `out` held, until giveBack(out) swaps them back. A next take() with them not
+  // given back makes them again from its own record.
+  void lend(std::vector<std::string_view>& out) { names_.swap(out); }
+  void giveBack(std::vector<std::string_view>& from) { names_.swap(from); }
   // Whether the last take() found the very array of the take() before it (same bytes).
   bool unchanged() const { return unchanged_; }
   // How many names the last take() read from the body (the rest came from the earlier array).
@@ -52,6 +57,7 @@ class NodeNamesMemo {
   };
   bool takeArray(std::string_view body, std::size_t begin, std::size_t& end);
   void remember(std::string_view array, std::string_view after, std::vector<Token>&& tokens);
+  void viewNames();  // names_ from raw_ and tokens_
 
   std::string raw_;    // the last accepted array's bytes, from '[' to ']'
   std::string after_;  // the bytes that followed it in its body, to the end

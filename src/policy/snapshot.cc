@@ -29,16 +29,31 @@ std::string resolveQueue(const QuotaConfig& config, std::string_view ns, const L
 }
 
 void linkQueueTree(std::span<QueueState> queues) {
+  // Every snapshot links its queues: a few are looked up by a walk (no allocation), many by a map.
+  // Either finds the first queue of a name.
+  constexpr std::size_t kWalkedQueues = 16;
   std::unordered_map<std::string_view, int> at;
-  for (std::size_t i = 0; i < queues.size(); ++i)
-    at.emplace(queues[i].quota.name, static_cast<int>(i));
+  if (queues.size() > kWalkedQueues) {
+    for (std::size_t i = 0; i < queues.size(); ++i)
+      at.emplace(queues[i].quota.name, static_cast<int>(i));
+  }
+  auto indexOf = [&](std::string_view name) {
+    if (queues.size() > kWalkedQueues) {
+      const auto it = at.find(name);
+      return it == at.end() ? -1 : it->second;
+    }
+    for (std::size_t i = 0; i < queues.size(); ++i) {
+      if (queues[i].quota.name == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
   for (QueueState& q : queues) {
     q.parentIndex = -1;
     q.depth = 0;
     q.children = 0;
     if (q.quota.parent.empty()) continue;
-    if (auto it = at.find(q.quota.parent); it != at.end() && it->second != (&q - queues.data()))
-      q.parentIndex = it->second;
+    const int parent = indexOf(q.quota.parent);
+    if (parent >= 0 && parent != (&q - queues.data())) q.parentIndex = parent;
   }
   // A parent chain that loops (config validation refuses it) makes its queues top-level.
   for (std::size_t i = 0; i < queues.size(); ++i) {
@@ -60,6 +75,11 @@ void linkQueueTree(std::span<QueueState> queues) {
 }
 
 void sumQueueTree(std::span<QueueState> queues) {
+  // Flat queues (no parent linked): nothing to add up, and no order to allocate.
+  if (std::none_of(queues.begin(), queues.end(),
+                   [](const QueueState& q) { return q.parentIndex >= 0; })) {
+    return;
+  }
   std::vector<std::size_t> order(queues.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),

@@ -51,16 +51,42 @@ void ClusterSnapshot::sumQueues(const ClusterSnapshot* previous,
     previous = nullptr;
     changed = {};
   }
-  std::unordered_map<std::string_view, std::size_t> queueAt;
-  for (std::size_t i = 0; i < queues_.size(); ++i) queueAt.emplace(queues_[i].quota.name, i);
-  // Most pods name the queue the one before did: that lookup is one string compare.
-  std::size_t last = 0;
-  auto queueOf = [&](const std::string& name) -> QueueOwn* {
-    if (queues_[last].quota.name == name) return &own_[last];
-    auto it = queueAt.find(name);
-    if (it == queueAt.end()) return nullptr;
-    last = it->second;
-    return &own_[last];
+  // Queues by name, the first of a name: a few by a walk (no allocation for every snapshot), many
+  // by a map. Most pods name the queue the one before did: that lookup is one string compare.
+  static constexpr std::size_t kWalked = 16;
+  struct Lookup {
+    std::span<const QueueState> queues;
+    std::unordered_map<std::string_view, std::size_t> at;  // only for many queues
+    std::size_t last = 0;
+
+    explicit Lookup(std::span<const QueueState> all) : queues(all) {
+      if (queues.size() <= kWalked) return;
+      for (std::size_t i = 0; i < queues.size(); ++i) at.emplace(queues[i].quota.name, i);
+    }
+    // The index of the queue named `name`, or queues.size().
+    std::size_t find(std::string_view name) const {
+      if (queues.size() > kWalked) {
+        const auto it = at.find(name);
+        return it == at.end() ? queues.size() : it->second;
+      }
+      for (std::size_t i = 0; i < queues.size(); ++i) {
+        if (queues[i].quota.name == name) return i;
+      }
+      return queues.size();
+    }
+  } lookup(queues_);
+  // One pointer captured: std::function holds it without an allocation.
+  struct QueueOfState {
+    Lookup* lookup;
+    std::vector<QueueOwn>* own;
+  } state{&lookup, &own_};
+  auto queueOf = [s = &state](const std::string& name) -> QueueOwn* {
+    Lookup& l = *s->lookup;
+    if (l.queues[l.last].quota.name == name) return &(*s->own)[l.last];
+    const std::size_t at = l.find(name);
+    if (at == l.queues.size()) return nullptr;
+    l.last = at;
+    return &(*s->own)[at];
   };
   sumOwnNodeUse(previous, changed, queueOf);
   if (previous != nullptr) {
@@ -119,29 +145,30 @@ void ClusterSnapshot::sumQueues(const ClusterSnapshot* previous,
       if (it != held.end()) it->second.pending += pod->gpus;
     }
     for (const auto& [holder, h] : held) {
-      auto at = queueAt.find(h.queue);
-      if (at != queueAt.end() && h.reserved > h.pending) {
-        queues_[at->second].reservedAhead += h.reserved - h.pending;
+      const std::size_t at = lookup.find(h.queue);
+      if (at != queues_.size() && h.reserved > h.pending) {
+        queues_[at].reservedAhead += h.reserved - h.pending;
       }
     }
   }
   sumQueueTree(queues_);
-  std::vector<FairShareInput> inputs;
-  inputs.reserve(queues_.size());
-  for (const auto& q : queues_) inputs.push_back(fairShareInput(q));
   // The shares are a function of the inputs and the capacity alone: when the previous snapshot
   // (same queues) had the same, its shares are these. A bind leaves them so (the pod's GPUs move
-  // from its queue's pending to its allocated: the same demand), so most snapshots skip this.
+  // from its queue's pending to its allocated: the same demand), so most snapshots skip this
+  // (and the inputs' list is made only when they do not).
   if (previous != nullptr && previous->capacity_ == capacity_ &&
-      std::equal(inputs.begin(), inputs.end(), previous->queues_.begin(), previous->queues_.end(),
-                 [](const FairShareInput& now, const QueueState& was) {
-                   return now == fairShareInput(was);
+      std::equal(queues_.begin(), queues_.end(), previous->queues_.begin(), previous->queues_.end(),
+                 [](const QueueState& now, const QueueState& was) {
+                   return fairShareInput(now) == fairShareInput(was);
                  })) {
     for (std::size_t i = 0; i < queues_.size(); ++i) {
       queues_[i].fairShare = previous->queues_[i].fairShare;
     }
     return;
   }
+  std::vector<FairShareInput> inputs;
+  inputs.reserve(queues_.size());
+  for (const auto& q : queues_) inputs.push_back(fairShareInput(q));
   const std::vector<MilliGpu> shares =
       computeFairShares(inputs, capacity_, fairShareGranularity(inputs, capacity_));
   for (std::size_t i = 0; i < queues_.size(); ++i) queues_[i].fairShare = shares[i];

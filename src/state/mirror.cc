@@ -81,9 +81,9 @@ QuotaConfig Mirror::quotaConfig() const {
   return quota_;
 }
 
-void Mirror::notePending(policy::Pod pod) {
+void Mirror::notePending(const policy::Pod& pod) {
   std::lock_guard lock(mu_);
-  const PodCache::Stored stored = cache_.notePending(std::move(pod), clock_->now(), quota_);
+  const PodCache::Stored stored = cache_.notePending(pod, clock_->now(), quota_);
   if (stored.firstSeen) builder_.observe(*stored.pod);
 }
 

@@ -13,8 +13,8 @@ bool isPendingDemand(const policy::Pod& pod) {
   return pod.nodeName.empty() && pod.gpus > 0 && !pod.isFinished() && !pod.terminating;
 }
 
-void eraseFrom(std::unordered_map<std::string, std::set<std::string>>& index,
-               const std::string& key, const std::string& uid) {
+template <class Index>
+void eraseFrom(Index& index, const std::string& key, const std::string& uid) {
   auto it = index.find(key);
   if (it == index.end()) return;
   it->second.erase(uid);
@@ -52,7 +52,7 @@ std::string PodCache::keyOf(const policy::Pod& pod) {
 }
 
 const PodCache::Entry* PodCache::find(std::string_view uid) const {
-  auto it = pods_.find(std::string(uid));
+  auto it = pods_.find(uid);
   return it == pods_.end() ? nullptr : &it->second;
 }
 
@@ -91,6 +91,29 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
   auto it = pods_.find(key);
   const bool wasAssumed = it != pods_.end() && it->second.assumed;
   const bool apiKnown = fromApi || (it != pods_.end() && it->second.fromApi);
+  if (it != pods_.end() && it->second.pod == pod && !isPendingDemand(*pod)) {
+    // The very pod stored, not pending (a confirm, or a watch event equal to the bound or assumed
+    // pod we hold): its node's pods, the gang index and the pending list stay as they are; only
+    // the flags change, and the provisional list with them. No node state is rebuilt for it.
+    Entry& e = it->second;
+    if (assumed != wasAssumed) {
+      if (assumed) {
+        assumed_.insert(key);
+      } else {
+        assumed_.erase(key);
+      }
+      dirty_.provisional();
+    }
+    e.seen = seen;
+    e.fromApi = apiKnown;
+    e.assumed = assumed;
+    if (!e.fromApi && e.pod->nodeName.empty()) {
+      offeredOnly_.insert(key);
+    } else {
+      offeredOnly_.erase(key);
+    }
+    return;
+  }
   if (it != pods_.end()) unindex(key, *it->second.pod, pod.get());
   mark(*pod);
   if (!pod->nodeName.empty()) podsOnNode_[pod->nodeName].insert(key);
@@ -108,7 +131,7 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
     }
     dirty_.provisional();
   }
-  Entry& e = pods_[key];
+  Entry& e = it != pods_.end() ? it->second : pods_[key];  // one lookup for a known pod
   e.pod = std::move(pod);
   e.seen = seen;
   e.fromApi = e.fromApi || fromApi;
@@ -121,7 +144,7 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
 }
 
 void PodCache::remove(std::string_view uid) {
-  auto it = pods_.find(std::string(uid));
+  auto it = pods_.find(uid);
   if (it == pods_.end()) return;
   const std::string& key = it->first;
   unindex(key, *it->second.pod, nullptr);
@@ -159,14 +182,20 @@ PodCache::Stored PodCache::upsert(policy::Pod pod, Timestamp now, const QuotaCon
       if (pod.nodeName == old.nodeName) pod.overQuota = pod.overQuota || old.overQuota;
     }
   }
-  auto stored = std::make_shared<const policy::Pod>(std::move(pod));
+  // A pod equal to the one held (the watch showing our bind as we assumed it) keeps the held
+  // object: store() then rebuilds nothing for it.
+  auto stored = !firstSeen && *it->second.pod == pod
+                    ? it->second.pod
+                    : std::make_shared<const policy::Pod>(std::move(pod));
   store(stored, now, true, assumed);
   return {std::move(stored), firstSeen};
 }
 
-PodCache::Stored PodCache::notePending(policy::Pod pod, Timestamp now, const QuotaConfig& quota) {
-  if (pod.uid.empty()) pod.uid = keyOf(pod);
-  auto it = pods_.find(pod.uid);
+PodCache::Stored PodCache::notePending(const policy::Pod& offered, Timestamp now,
+                                       const QuotaConfig& quota) {
+  const std::string madeKey = offered.uid.empty() ? keyOf(offered) : std::string();
+  const std::string& key = offered.uid.empty() ? madeKey : offered.uid;
+  auto it = pods_.find(key);
   const bool firstSeen = it == pods_.end();
   if (!firstSeen) {
     Entry& known = it->second;
@@ -175,11 +204,13 @@ PodCache::Stored PodCache::notePending(policy::Pod pod, Timestamp now, const Quo
       if (known.pod->nodeName.empty()) known.seen = now;
       return {};
     }
-    if (sameOffer(*known.pod, pod)) {
+    if (sameOffer(*known.pod, offered)) {
       known.seen = now;  // still wanted; no new snapshot
       return {};
     }
   }
+  policy::Pod pod = offered;
+  pod.uid = key;
   resolve(pod, quota);
   pod.nodeName.clear();
   auto stored = std::make_shared<const policy::Pod>(std::move(pod));
@@ -219,14 +250,14 @@ void PodCache::assume(policy::PodPtr placed, Timestamp now) {
 }
 
 bool PodCache::confirm(std::string_view uid) {
-  auto it = pods_.find(std::string(uid));
+  auto it = pods_.find(uid);
   if (it == pods_.end() || !it->second.assumed) return false;
   store(it->second.pod, it->second.seen, true, false);
   return true;
 }
 
 bool PodCache::forget(std::string_view uid, Timestamp now) {
-  auto it = pods_.find(std::string(uid));
+  auto it = pods_.find(uid);
   if (it == pods_.end() || !it->second.assumed) return false;
   reset(it->first, now);
   return true;
@@ -262,7 +293,7 @@ std::size_t PodCache::expire(Timestamp now, std::chrono::seconds assumeTtl,
 
 std::vector<policy::PodPtr> PodCache::podsOn(std::string_view node) const {
   std::vector<policy::PodPtr> out;
-  auto on = podsOnNode_.find(std::string(node));
+  auto on = podsOnNode_.find(node);  // no copy of the name
   if (on == podsOnNode_.end()) return out;
   out.reserve(on->second.size());
   for (const auto& uid : on->second) out.push_back(pods_.at(uid).pod);

@@ -375,5 +375,37 @@ TEST(NodeNamesMemo, ReadsOnlyTheNamesThatChanged) {
   EXPECT_EQ(memo.names()[10], "node-new");
 }
 
+// /filter lends the memo's names to the request instead of copying them (lend/giveBack). Given
+// back or not (a request that ended without giving them back), the next take() has the names of
+// its body, whether its array changed or not.
+TEST(NodeNamesMemo, LentNamesComeBackOrAreMadeAgain) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 300; ++i) names.push_back("node-" + std::to_string(i));
+  const std::string head = R"({"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":)";
+  detail::NodeNamesMemo memo;
+  std::mt19937 rng(15);
+  for (int step = 0; step < 200; ++step) {
+    if (step % 3 == 1 && names.size() > 1) {  // else the same array again
+      names.erase(names.begin() + static_cast<std::ptrdiff_t>(rng() % names.size()));
+    }
+    const std::string body = head + arrayText(names, false) + "}";
+    std::size_t begin = 0;
+    std::size_t end = 0;
+    ASSERT_TRUE(memo.take(body, begin, end)) << step;
+    ASSERT_EQ(memo.names().size(), names.size()) << step;
+    for (std::size_t i = 0; i < names.size(); ++i) ASSERT_EQ(memo.names()[i], names[i]) << step;
+    std::vector<std::string_view> lent;
+    memo.lend(lent);
+    EXPECT_TRUE(memo.names().empty()) << step;
+    ASSERT_EQ(lent.size(), names.size()) << step;
+    for (std::size_t i = 0; i < names.size(); ++i) ASSERT_EQ(lent[i], names[i]) << step;
+    if (rng() % 2 == 0) {
+      memo.giveBack(lent);
+      EXPECT_TRUE(lent.empty()) << step;
+      EXPECT_EQ(memo.names().size(), names.size()) << step;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpufair::api

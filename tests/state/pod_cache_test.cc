@@ -294,6 +294,50 @@ TEST_F(PodCacheTest, ChangesMarkWhatTheyAffect) {
   EXPECT_TRUE(dirty_.empty());
 }
 
+// A bind that goes through changes no node twice: the confirm, and the watch showing the pod
+// bound as assumed, in either order, keep the assumed pod object and mark only the provisional
+// set. A watch event that differs replaces the pod and marks its node.
+TEST_F(PodCacheTest, AConfirmOrAWatchEventEqualToTheHeldPodChangesNoNode) {
+  // What the API shows right after our Binding: the pod on n1, still Pending.
+  auto watchBound = [&] {
+    cache_.upsert(MakePod("team-a", "p").gpus(2).on("n1").phase(policy::PodPhase::kPending), now_,
+                  quota_);
+  };
+  for (const bool watchFirst : {false, true}) {
+    SCOPED_TRACE(watchFirst ? "watch, then confirm" : "confirm, then watch");
+    cache_.remove(kUid);
+    apply(Op::kListUnbound);
+    apply(Op::kAssume);
+    const policy::PodPtr assumed = cache_.findPod(kUid);
+    dirty_.clear();
+    if (watchFirst) {
+      watchBound();
+    } else {
+      apply(Op::kConfirm);
+    }
+    EXPECT_TRUE(dirty_.nodes().empty());
+    EXPECT_FALSE(dirty_.hasPending());
+    EXPECT_TRUE(dirty_.hasProvisional());
+    EXPECT_FALSE(cache_.isAssumed(kUid));
+    EXPECT_EQ(cache_.findPod(kUid), assumed);
+    dirty_.clear();
+    if (watchFirst) {
+      apply(Op::kConfirm);
+    } else {
+      watchBound();
+    }
+    EXPECT_TRUE(dirty_.empty());
+    EXPECT_EQ(cache_.findPod(kUid), assumed);
+    EXPECT_EQ(cache_.podsOn("n1"), std::vector<policy::PodPtr>{assumed});
+    EXPECT_TRUE(cache_.pending().empty());
+  }
+  // Running now, and labelled.
+  cache_.upsert(MakePod("team-a", "p").gpus(2).on("n1").label("app", "x"), now_, quota_);
+  EXPECT_EQ(dirty_.nodes(), (std::set<std::string, std::less<>>{"n1"}));
+  EXPECT_EQ(cache_.findPod(kUid)->labels.at("app"), "x");
+  EXPECT_EQ(cache_.podsOn("n1").size(), 1u);
+}
+
 TEST_F(PodCacheTest, AnUnchangedOfferOnlyRefreshesWhenItWasSeen) {
   apply(Op::kOffer);
   dirty_.clear();
@@ -306,6 +350,24 @@ TEST_F(PodCacheTest, AnUnchangedOfferOnlyRefreshesWhenItWasSeen) {
   EXPECT_FALSE(changed.firstSeen);
   EXPECT_EQ(changed.pod->gpus, testing::gpus(3));
   EXPECT_TRUE(dirty_.hasPending());
+}
+
+TEST_F(PodCacheTest, AnOfferIsStoredAsACopyUnderItsKeyAndLeftAsGiven) {
+  // notePending takes the offered pod by reference: what it stores is its own resolved copy
+  // (uid "ns/name" when the pod has none), and the caller's pod is not touched.
+  policy::Pod offered = MakePod("team-a", "no-uid").gpus(2).uid("");
+  const auto first = cache_.notePending(offered, now_, quota_);
+  ASSERT_NE(first.pod, nullptr);
+  EXPECT_TRUE(first.firstSeen);
+  EXPECT_EQ(first.pod->uid, "team-a/no-uid");
+  EXPECT_EQ(first.pod->queue, "team-a");
+  EXPECT_EQ(cache_.findPod("team-a/no-uid"), first.pod);
+  EXPECT_EQ(offered.uid, "");
+  EXPECT_EQ(offered.queue, "");
+  dirty_.clear();
+  EXPECT_EQ(cache_.notePending(offered, now_, quota_).pod, nullptr);  // the same offer again
+  EXPECT_TRUE(dirty_.empty());
+  EXPECT_EQ(cache_.size(), 1u);
 }
 
 TEST_F(PodCacheTest, RequeueMovesPendingAndPlacedPodsToTheirNewQueue) {

@@ -163,10 +163,17 @@ TEST_F(SnapshotBuilderTest, AssumedPodsArePublishedAsProvisional) {
   EXPECT_TRUE(snap->isProvisional("uid-team-a-p"));
   EXPECT_FALSE(snap->isProvisional("uid-team-a-q"));
   EXPECT_EQ(snap->findNode("n1")->used(), gpus(1));  // provisional pods hold GPUs as any other
+  const policy::NodeState* assumedOn = snap->findNode("n1");
   cache_.confirm("uid-team-a-p");
   snap = build();
   EXPECT_FALSE(snap->isProvisional("uid-team-a-p"));
   EXPECT_EQ(snap->findNode("n1")->used(), gpus(1));
+  // A confirmed bind changes no node: the node state is the one built when the pod was assumed.
+  EXPECT_EQ(snap->findNode("n1"), assumedOn);
+  EXPECT_EQ(snap->findNode("n1")->pods().size(), 1u);
+  // The watch showing the pod bound there after the confirm changes nothing either, as before.
+  bind("p", "n1", 1);
+  EXPECT_FALSE(build()->isProvisional("uid-team-a-p"));
 }
 
 TEST_F(SnapshotBuilderTest, TheWorkloadIsLearnedUnlessFixed) {

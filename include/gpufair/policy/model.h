@@ -94,6 +94,9 @@ struct Pod {
     return !nodeName.empty() && phase != PodPhase::kSucceeded && phase != PodPhase::kFailed;
   }
   bool isFinished() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
+
+  // Every field (a field added later is compared too).
+  bool operator==(const Pod&) const = default;
 };
 
 // Reads the gang label and size annotation into gang, gangSize and gangError. The label without

@@ -105,8 +105,8 @@ class Mirror {
   QuotaConfig quotaConfig() const;
 
   // A pod kube-scheduler offered to /filter or /prioritize. Known bound or assumed pods are left as
-  // they are; otherwise the pod is remembered (or refreshed) as pending.
-  void notePending(policy::Pod pod);
+  // they are; otherwise the pod is remembered (or refreshed) as pending (copied only then).
+  void notePending(const policy::Pod& pod);
 
   // The pod with this UID, in whatever state, or nullptr.
   policy::PodPtr findPod(std::string_view uid) const;

@@ -29,6 +29,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -84,8 +85,9 @@ class PodCache {
   Stored upsert(policy::Pod pod, Timestamp now, const QuotaConfig& quota);
   // A pod kube-scheduler offered. Bound, assumed and API-known pods are left as they are (an
   // unbound one is only marked seen), as is an offered pod re-offered with nothing changed that
-  // matters (then nothing is published); otherwise the pod is stored as Pending.
-  Stored notePending(policy::Pod pod, Timestamp now, const QuotaConfig& quota);
+  // matters (then nothing is published); otherwise a copy of the pod is stored as Pending (the
+  // pod is copied only then: most offers are of pods the API server already told about).
+  Stored notePending(const policy::Pod& pod, Timestamp now, const QuotaConfig& quota);
   void remove(std::string_view uid);
   // A complete LIST: drops pods known from the API whose key is not in `listed`; returns them.
   std::vector<std::string> removeUnlisted(const std::unordered_set<std::string>& listed);
@@ -127,9 +129,17 @@ class PodCache {
   // Drops `old` from the node and gang indexes it leaves (all of them when `next` is null).
   void unindex(const std::string& uid, const policy::Pod& old, const policy::Pod* next);
 
+  // Looks a std::string key up by std::string_view, without a copy of the uid.
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view key) const {
+      return std::hash<std::string_view>{}(key);
+    }
+  };
+
   DirtySet& dirty_;
-  std::unordered_map<std::string, Entry> pods_;  // by uid
-  std::unordered_map<std::string, std::set<std::string>> podsOnNode_;
+  std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>> pods_;  // by uid
+  std::unordered_map<std::string, std::set<std::string>, KeyHash, std::equal_to<>> podsOnNode_;
   // Pending demand in key order (keyOf), chunks shared with the lists handed out.
   void setPending(const std::string& key, const policy::PodPtr& pod);
   void erasePending(const std::string& key);
