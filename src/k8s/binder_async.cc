@@ -16,7 +16,8 @@
 namespace gpufair::k8s {
 
 // Shared with the handlers of the requests in flight: an answer that comes after stop() (or after
-// the binder is gone) finds its bind no longer in flight and touches nothing else.
+// the binder is gone) finds its bind no longer in flight and touches nothing else. `mu` is never
+// held while the binder (its mu_) or a done() is called.
 struct KubeBinder::AsyncBinds : std::enable_shared_from_this<AsyncBinds> {
   struct Job {
     policy::Pod pod;
