@@ -151,6 +151,7 @@ class ExtenderServer::Impl {
   }
 
   TlsState tlsState() const { return tls_ ? tls_->state() : TlsState{}; }
+  asio::io_context& context() { return ioc_; }
 
   void stop() {
     if (!started_ || stopped_) return;
@@ -293,6 +294,9 @@ Status ExtenderServer::reloadTls() {
 }
 TlsState ExtenderServer::tlsState() const {
   return impl_->tlsState();
+}
+boost::asio::io_context& ExtenderServer::context() {
+  return impl_->context();
 }
 
 }  // namespace gpufair::api

@@ -113,6 +113,13 @@ KubeSource::KubeSource(const KubeSettings& settings, state::Mirror& mirror, Cloc
   add("quota ConfigMaps", quotaWatcher_->reflectorOptions(), *quotaWatcher_);
 }
 
+void KubeSource::bindOn(boost::asio::io_context& context) {
+  if (!settings_.bindAsync) return;
+  if (!binder_.bindOn(context)) {
+    spdlog::warn("the API client cannot send asynchronously: Bindings go on bind threads");
+  }
+}
+
 std::vector<metrics::ResourceCounters> KubeSource::feedCounters() const {
   std::vector<metrics::ResourceCounters> counters;
   for (std::size_t i = 0; i < reflectors_.size(); ++i) {

@@ -65,6 +65,9 @@ class KubeSource final {
   // The ports for the webhooks: POST a Binding (the watch confirms it); Events on the pod.
   state::Binder& binder() { return binder_; }
   state::DecisionObserver& decisions() { return decisions_; }
+  // With --bind-mode=async: the Bindings are sent on `context`'s threads (the webhook server's),
+  // which must outlive stop(). Call before the server starts.
+  void bindOn(boost::asio::io_context& context);
 
  private:
   KubeSource(const KubeSettings& settings, state::Mirror& mirror, ClockPtr clock,

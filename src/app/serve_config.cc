@@ -29,9 +29,14 @@ std::vector<FlagSpec> ownFlags() {
        "the kube-scheduler profile (spec.schedulerName) whose pending pods gpufair asks "
        "kube-scheduler to retry once it has a complete view",
        "gpufair"},
+      {"bind-mode",
+       "how /bind waits for the API server's answer to its Binding without holding an HTTP io "
+       "thread: async (sent and answered on the io threads' event loop) or threads (on up to "
+       "--bind-threads bind threads)",
+       "async"},
       {"bind-threads",
-       "Bindings posted to the API server at once, each on a thread of its own, so that /bind "
-       "waits for the API server's answer on no HTTP io thread; 0 posts them on the io thread",
+       "--bind-mode=threads: Bindings posted to the API server at once, each on a thread of its "
+       "own; 0 posts them on the io thread",
        "16"},
       {"lease-duration", "leader election: how long a Lease is valid", "15s"},
       {"renew-deadline", "leader election: stop leading when not renewed for this long", "10s"},
@@ -216,6 +221,11 @@ Status readKubeSettings(const ParsedArgs& args, KubeSettings& settings) {
     return Status::error("--bind-threads must be a whole number from 0 to 256");
   }
   settings.bindThreads = *count;
+  const std::string bindMode = args.get("bind-mode");
+  if (bindMode != "async" && bindMode != "threads") {
+    return Status::error("--bind-mode must be async or threads");
+  }
+  settings.bindAsync = bindMode == "async";
   if (args.get("leader-elect") != "true" && args.get("leader-elect") != "false") {
     return Status::error("--leader-elect must be true or false");
   }

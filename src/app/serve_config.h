@@ -37,6 +37,7 @@ struct KubeSettings {
   std::chrono::seconds staleAfter{60};    // not ready when a watch has been down longer than this
   std::string schedulerName = "gpufair";  // the profile whose pods gpufair requeues when ready
   std::size_t bindThreads = 16;           // k8s::KubeBinderOptions::bindThreads
+  bool bindAsync = true;  // --bind-mode=async: k8s::KubeBinder::bindOn the webhook's io_context
 };
 
 struct ServeConfig {

@@ -146,17 +146,27 @@ std::string bindingBody(std::string_view ns, std::string_view name, std::string_
 
 }  // namespace detail
 
-Status bindPod(KubeClient& client, std::string_view ns, std::string_view name, std::string_view uid,
-               std::string_view node, std::chrono::milliseconds timeout) {
+ApiRequest detail::bindingRequest(std::string_view ns, std::string_view name, std::string_view uid,
+                                  std::string_view node, std::chrono::milliseconds timeout) {
   ApiRequest request;
   request.method = "POST";
   request.path = detail::podPath(ns, name) + "/binding";
   request.body = detail::bindingBody(ns, name, uid, node);
   request.timeout = timeout;
-  ApiResponse response = client.send(request);
+  return request;
+}
+
+Status detail::bindingOutcome(std::string_view ns, std::string_view name, std::string_view node,
+                              const ApiResponse& response) {
   if (response.ok()) return Status::ok();
   return Status::error("binding " + std::string(ns) + "/" + std::string(name) + " to " +
                        std::string(node) + ": " + apiError(response).describe());
+}
+
+Status bindPod(KubeClient& client, std::string_view ns, std::string_view name, std::string_view uid,
+               std::string_view node, std::chrono::milliseconds timeout) {
+  return detail::bindingOutcome(ns, name, node,
+                                client.send(detail::bindingRequest(ns, name, uid, node, timeout)));
 }
 
 Status patchPodLabels(KubeClient& client, std::string_view ns, std::string_view name,
@@ -180,11 +190,11 @@ Status detail::patchPodLabelsDetailed(KubeClient& client, std::string_view ns,
   return patchPodMetadata(client, ns, name, "labels", set, remove, uid, timeout, errorOut);
 }
 
-Status detail::patchPodMetadata(KubeClient& client, std::string_view ns, std::string_view name,
-                                std::string_view field,
-                                const std::map<std::string, std::string>& set,
-                                const std::vector<std::string>& remove, std::string_view uid,
-                                std::chrono::milliseconds timeout, ApiError* errorOut) {
+ApiRequest detail::metadataPatchRequest(std::string_view ns, std::string_view name,
+                                        std::string_view field,
+                                        const std::map<std::string, std::string>& set,
+                                        const std::vector<std::string>& remove,
+                                        std::string_view uid, std::chrono::milliseconds timeout) {
   json entries = json::object();
   for (const auto& key : remove) entries[key] = nullptr;
   for (const auto& [key, value] : set) entries[key] = value;
@@ -196,13 +206,28 @@ Status detail::patchPodMetadata(KubeClient& client, std::string_view ns, std::st
   request.contentType = "application/merge-patch+json";
   request.body = detail::dumpJson(json{{"metadata", std::move(metadata)}});
   request.timeout = timeout;
-  ApiResponse response = client.send(request);
+  return request;
+}
+
+Status detail::metadataPatchOutcome(std::string_view ns, std::string_view name,
+                                    std::string_view field, const ApiResponse& response,
+                                    ApiError* errorOut) {
   if (response.ok()) return Status::ok();
   ApiError error = apiError(response);
   std::string message = (field == "labels" ? "labelling " : "annotating ") + std::string(ns) + "/" +
                         std::string(name) + ": " + error.describe();
   if (errorOut != nullptr) *errorOut = std::move(error);
   return Status::error(std::move(message));
+}
+
+Status detail::patchPodMetadata(KubeClient& client, std::string_view ns, std::string_view name,
+                                std::string_view field,
+                                const std::map<std::string, std::string>& set,
+                                const std::vector<std::string>& remove, std::string_view uid,
+                                std::chrono::milliseconds timeout, ApiError* errorOut) {
+  return metadataPatchOutcome(
+      ns, name, field,
+      client.send(metadataPatchRequest(ns, name, field, set, remove, uid, timeout)), errorOut);
 }
 
 const char* evictionOutcomeName(EvictionOutcome outcome) {

@@ -44,5 +44,18 @@ Status patchPodMetadata(KubeClient& client, std::string_view ns, std::string_vie
                         std::string_view field, const std::map<std::string, std::string>& set,
                         const std::vector<std::string>& remove, std::string_view uid,
                         std::chrono::milliseconds timeout, ApiError* error);
+// The requests of bindPod and patchPodMetadata, and what their answers mean (Status::error naming
+// the pod and the API server's message; `error` gets the answer's details when not null): apart,
+// for the Binding sent asynchronously (binder_async.cc).
+ApiRequest bindingRequest(std::string_view ns, std::string_view name, std::string_view uid,
+                          std::string_view node, std::chrono::milliseconds timeout);
+Status bindingOutcome(std::string_view ns, std::string_view name, std::string_view node,
+                      const ApiResponse& response);
+ApiRequest metadataPatchRequest(std::string_view ns, std::string_view name, std::string_view field,
+                                const std::map<std::string, std::string>& set,
+                                const std::vector<std::string>& remove, std::string_view uid,
+                                std::chrono::milliseconds timeout);
+Status metadataPatchOutcome(std::string_view ns, std::string_view name, std::string_view field,
+                            const ApiResponse& response, ApiError* error);
 
 }  // namespace gpufair::k8s::detail

@@ -22,6 +22,7 @@ KubeBinder::~KubeBinder() {
 }
 
 void KubeBinder::stop() {
+  stopAsync();
   std::vector<std::thread> binders;
   {
     std::lock_guard lock(bindMu_);
@@ -69,14 +70,10 @@ void KubeBinder::labelOrKeep(PendingLabel pending) {
   pending_.push_back(std::move(pending));
 }
 
-namespace {
-
 // A real UID never contains '/': the mirror keys pods it knows no UID for "ns/name".
-std::string_view preconditionUid(const policy::Pod& pod) {
+std::string_view KubeBinder::preconditionUid(const policy::Pod& pod) {
   return pod.uid.find('/') == std::string::npos ? std::string_view(pod.uid) : std::string_view();
 }
-
-}  // namespace
 
 Status KubeBinder::bind(const policy::Pod& pod, std::string_view node, bool overQuota) {
   if (pod.isFractional() && pod.gpuIndex >= 0) {
@@ -90,14 +87,19 @@ Status KubeBinder::bind(const policy::Pod& pod, std::string_view node, bool over
       return annotated;
     }
   }
-  Status bound =
+  Status status =
       bindPod(*client_, pod.ns, pod.name, preconditionUid(pod), node, options_.requestTimeout);
-  if (!bound.isOk()) {
-    spdlog::warn("{}", bound.reason());
-    return bound;
+  if (!status.isOk()) {
+    spdlog::warn("{}", status.reason());
+    return status;
   }
+  bound(pod, node, overQuota);
+  return status;
+}
+
+void KubeBinder::bound(const policy::Pod& pod, std::string_view node, bool overQuota) {
   spdlog::info("bound {} to {}{}", pod.key(), node, overQuota ? " (over quota)" : "");
-  if (!overQuota) return bound;
+  if (!overQuota) return;
   PendingLabel pending{pod.ns, pod.name, std::string(preconditionUid(pod)), 0};
   {
     std::lock_guard lock(mu_);
@@ -110,15 +112,15 @@ Status KubeBinder::bind(const policy::Pod& pod, std::string_view node, bool over
         });
       }
       queuedMore_.notify_one();
-      return bound;
+      return;
     }
   }
   labelOrKeep(std::move(pending));  // stopped: no worker any more
-  return bound;
 }
 
 void KubeBinder::bindAsync(const policy::Pod& pod, std::string_view node, bool overQuota,
                            state::BindDone done) {
+  if (bindOverSender(pod, node, overQuota, done)) return;
   {
     std::lock_guard lock(bindMu_);
     if (!bindStopping_ && options_.bindThreads > 0) {

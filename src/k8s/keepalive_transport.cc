@@ -186,27 +186,31 @@ void KeepAliveTransport::giveBack(ConnectionPtr connection) {
   if (idle_.size() < kMaxIdle) idle_.push_back(std::move(connection));
 }
 
+std::unique_ptr<ssl::context> KeepAliveTransport::tlsContext(std::string& error) const {
+  if (!https_) return nullptr;
+  try {
+    auto context = std::make_unique<ssl::context>(ssl::context::tls_client);
+    error_code ignored;
+    if (verifyServer_) {
+      context->set_default_verify_paths(ignored);
+      context->set_verify_mode(ssl::verify_peer);
+    } else {
+      context->set_verify_mode(ssl::verify_none);
+    }
+    if (tls_) tls_->configure(*context);  // throws when a file can no longer be read
+    return context;
+  } catch (const std::exception& e) {
+    ERR_clear_error();
+    error = e.what();
+    return nullptr;
+  }
+}
+
 KeepAliveTransport::ConnectionPtr KeepAliveTransport::open(SteadyClock::time_point deadline,
                                                            std::string& error,
                                                            const std::atomic<bool>* cancel) {
-  std::unique_ptr<ssl::context> context;
-  if (https_) {
-    try {
-      context = std::make_unique<ssl::context>(ssl::context::tls_client);
-      error_code ignored;
-      if (verifyServer_) {
-        context->set_default_verify_paths(ignored);
-        context->set_verify_mode(ssl::verify_peer);
-      } else {
-        context->set_verify_mode(ssl::verify_none);
-      }
-      if (tls_) tls_->configure(*context);  // throws when a file can no longer be read
-    } catch (const std::exception& e) {
-      ERR_clear_error();
-      error = e.what();
-      return nullptr;
-    }
-  }
+  std::unique_ptr<ssl::context> context = tlsContext(error);
+  if (https_ && !context) return nullptr;
   auto connection = std::make_unique<Connection>(std::move(context));
   if (auto* tls = connection->tls()) {
     if (!isIpLiteral(host_)) SSL_set_tlsext_host_name(tls->native_handle(), host_.c_str());

@@ -69,6 +69,10 @@ class KeepAliveTransport {
   class Connection;
 
  private:
+  friend class AsyncKeepAlive;  // connects as open() does (keepalive_async.cc)
+  // The TLS context of a new connection to an https server (null for http), or null with `error`
+  // set: verification as configured, the CA bundle and client certificate of tls_ read again.
+  std::unique_ptr<boost::asio::ssl::context> tlsContext(std::string& error) const;
   using ConnectionPtr = std::unique_ptr<Connection>;
   // An idle connection still open, or null.
   ConnectionPtr take();

@@ -1,6 +1,7 @@
 // The implementation of KubeClient: KeepAliveTransport (Boost.Beast, on the
-// caller's thread) for one-shot requests and watch streams, with the bearer
-// token added to each and a 401 retried once after the token file changed.
+// caller's thread) for one-shot requests and watch streams, AsyncKeepAlive for
+// asyncSender()'s, with the bearer token added to each and a 401 retried once
+// after the token file changed.
 #include <algorithm>
 #include <memory>
 #include <utility>
@@ -10,17 +11,21 @@
 #include "gpufair/k8s/client.h"
 
 #include "client_auth.h"
+#include "keepalive_async.h"
 #include "keepalive_transport.h"
 
 namespace gpufair::k8s {
 namespace {
 
-class KubeClientImpl final : public KubeClient {
+class KubeClientImpl final : public KubeClient,
+                             public std::enable_shared_from_this<KubeClientImpl> {
  public:
   KubeClientImpl(const ClientConfig& config, std::shared_ptr<const TlsMaterial> tls)
       : server_(config.server),
+        tls_(tls),
+        verifyServer_(!config.insecureSkipTlsVerify),
         tokens_(config.token, config.tokenFile),
-        transport_(config.server, std::move(tls), !config.insecureSkipTlsVerify) {}
+        transport_(config.server, std::move(tls), verifyServer_) {}
 
   Status init() { return tokens_.init(); }
 
@@ -39,7 +44,8 @@ class KubeClientImpl final : public KubeClient {
 
   std::string server() const override { return server_; }
 
- private:
+  AsyncSenderPtr asyncSender(boost::asio::io_context& context) override;
+
   std::string authorization() {
     const std::string token = tokens_.current();
     return token.empty() ? "" : "Bearer " + token;
@@ -56,6 +62,9 @@ class KubeClientImpl final : public KubeClient {
     return response;
   }
 
+  bool refreshToken() { return tokens_.refresh(); }
+
+ private:
   ApiResponse sendOnce(const ApiRequest& request) {
     return named(request, transport_.send(request, authorization()));
   }
@@ -66,9 +75,57 @@ class KubeClientImpl final : public KubeClient {
   }
 
   const std::string server_;
+  const std::shared_ptr<const TlsMaterial> tls_;
+  const bool verifyServer_;
   TokenSource tokens_;
   detail::KeepAliveTransport transport_;
 };
+
+// send() as KubeClientImpl::send does it (token, a 401 retried once after a refresh, errors named),
+// over AsyncKeepAlive. What a request in flight needs is held by its handler, not by the sender.
+class AsyncSenderImpl final : public AsyncSender {
+ public:
+  AsyncSenderImpl(std::shared_ptr<KubeClientImpl> client,
+                  std::shared_ptr<detail::AsyncKeepAlive> channel)
+      : client_(std::move(client)), channel_(std::move(channel)) {}
+  ~AsyncSenderImpl() override { channel_->close(); }
+
+  void send(ApiRequest request, ResponseHandler done) override {
+    sendOnce(client_, channel_, std::make_shared<const ApiRequest>(std::move(request)),
+             std::move(done), /*mayRetry=*/true);
+  }
+  void close() override { channel_->close(); }
+
+ private:
+  static void sendOnce(std::shared_ptr<KubeClientImpl> client,
+                       std::shared_ptr<detail::AsyncKeepAlive> channel,
+                       std::shared_ptr<const ApiRequest> request, ResponseHandler done,
+                       bool mayRetry) {
+    const std::string authorization = client->authorization();
+    // Named before the handler's captures move the pointers (arguments are evaluated in any order).
+    detail::AsyncKeepAlive& sender = *channel;
+    const ApiRequest& sent = *request;
+    sender.send(
+        sent, authorization,
+        [client = std::move(client), channel = std::move(channel), request = std::move(request),
+         done = std::move(done), mayRetry](ApiResponse response) mutable {
+          if (mayRetry && response.status == 401 && client->refreshToken()) {
+            return sendOnce(std::move(client), std::move(channel), std::move(request),
+                            std::move(done), false);
+          }
+          done(client->named(*request, std::move(response)));
+        });
+  }
+
+  std::shared_ptr<KubeClientImpl> client_;
+  std::shared_ptr<detail::AsyncKeepAlive> channel_;
+};
+
+AsyncSenderPtr KubeClientImpl::asyncSender(boost::asio::io_context& context) {
+  return std::make_shared<AsyncSenderImpl>(
+      shared_from_this(),
+      std::make_shared<detail::AsyncKeepAlive>(context, server_, tls_, verifyServer_));
+}
 
 }  // namespace
 

@@ -45,6 +45,7 @@ TEST(ServeConfigTest, DefaultsServeTheApiServerWithTheDocumentedSettings) {
   EXPECT_EQ(c.kube.retryPeriod, 2s);
   EXPECT_EQ(c.kube.staleAfter, 60s);
   EXPECT_EQ(c.kube.bindThreads, 16u);
+  EXPECT_TRUE(c.kube.bindAsync);
   EXPECT_EQ(c.server.listen, "127.0.0.1:8888");
   EXPECT_FALSE(c.server.tls.enabled());
   EXPECT_FALSE(c.server.allowInsecureHttp);
@@ -185,6 +186,14 @@ TEST(ServeConfigTest, BindThreadsFromNoneToMany) {
     EXPECT_EQ(parseError({"--bind-threads", bad}),
               "--bind-threads must be a whole number from 0 to 256")
         << bad;
+  }
+}
+
+TEST(ServeConfigTest, BindModeAsyncOrThreads) {
+  EXPECT_TRUE(parseOk({"--bind-mode", "async"}).kube.bindAsync);
+  EXPECT_FALSE(parseOk({"--bind-mode", "threads"}).kube.bindAsync);
+  for (const char* bad : {"sync", "", "ASYNC"}) {
+    EXPECT_EQ(parseError({"--bind-mode", bad}), "--bind-mode must be async or threads") << bad;
   }
 }
 

@@ -43,6 +43,10 @@
 #include "gpufair/api/http.h"
 #include "gpufair/common/status.h"
 
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
 namespace gpufair::api {
 
 // PEM files, read at start() and again when they change. An empty certFile means plain HTTP.
@@ -131,6 +135,10 @@ class ExtenderServer {
   Status reloadTls();
   // Thread-safe.
   TlsState tlsState() const;
+  // The io_context the io threads run (from start() until stop()), for work that should run on
+  // them too: the Binding's asynchronous exchange (k8s::KubeBinder::bindOn). It is destroyed with
+  // the server.
+  boost::asio::io_context& context();
 
  private:
   class Impl;

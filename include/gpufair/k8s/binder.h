@@ -13,12 +13,19 @@
 // pods it borrowed for are no longer borrowed; the leader removes their label so that reclaim does
 // not take them.
 //
-// bindAsync() (what /bind calls) runs bind() on one of up to `bindThreads` bind threads, as
-// kube-scheduler's binding goroutines do, so the API server's answer (ms: an etcd write) holds no
-// io thread: a thread is started when a bind is queued and none is idle, and stays for the next
-// ones; each takes a pooled keep-alive connection of the client. done() runs on that thread.
-// stop() binds every bind queued first, then ends the threads; a bindAsync() after stop(), or with
-// bindThreads 0, binds on the calling thread.
+// bindAsync() (what /bind calls) lets no io thread wait for the API server's answer (ms: an etcd
+// write), in one of two ways:
+//   - after bindOn(context) (the webhook server's io_context): the gpu-index PATCH and the Binding
+//     are sent asynchronously on that context's threads (KubeClient::asyncSender); done() runs on
+//     one of them when the Binding's outcome is known. No thread, no hand-off. stop() waits (up to
+//     twice the request timeout, and only while the context runs) for the binds in flight, fails
+//     those still unfinished, and closes the sender's connections: the context must outlive
+//     stop(). bind() itself stays synchronous.
+//   - otherwise, on one of up to `bindThreads` bind threads, as kube-scheduler's binding
+//     goroutines do: a thread is started when a bind is queued and none is idle, and stays for the
+//     next ones; each takes a pooled keep-alive connection of the client. done() runs on that
+//     thread. stop() binds every bind queued first, then ends the threads.
+// A bindAsync() after stop(), or with bindThreads 0 and no bindOn(), binds on the calling thread.
 //
 // KubeBinder implements the state::Binder port that api's /bind calls.
 // Thread-safety: KubeBinder is thread-safe (bind() runs on several io threads at once).
@@ -29,6 +36,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -64,7 +72,10 @@ class KubeBinder final : public state::Binder {
   // over-quota label when `overQuota`. A bind error is Status::error with the API server's
   // message; a label error is not an error of bind().
   Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) override;
-  // bind() on a bind thread (see above); done gets its outcome there.
+  // Binds asynchronously on `context`'s threads from now on, when the client can (see above).
+  // Call before the first bindAsync(). False when the client cannot: bind threads then.
+  bool bindOn(boost::asio::io_context& context);
+  // bind() asynchronously or on a bind thread (see above); done gets its outcome there.
   void bindAsync(const policy::Pod& pod, std::string_view node, bool overQuota,
                  state::BindDone done) override;
   // The watch confirms a binding, not the caller.
@@ -88,6 +99,8 @@ class KubeBinder final : public state::Binder {
     std::string uid;
     int attempts = 0;
   };
+  // The pod's uid as the precondition of its writes; "" when the mirror knows no uid for it.
+  static std::string_view preconditionUid(const policy::Pod& pod);
   // Patches the label; true when done or pointless to retry (`drop`).
   bool label(const PendingLabel& pod, bool& drop);
   // Patches the label; a failure worth retrying goes to pending_.
@@ -100,6 +113,14 @@ class KubeBinder final : public state::Binder {
     state::BindDone done;
   };
   void bindLoop();
+  // After the Binding succeeded: logs it, and queues the over-quota label when `overQuota`.
+  void bound(const policy::Pod& pod, std::string_view node, bool overQuota);
+  // The asynchronous binds (binder_async.cc); false when there is no sender or after stop().
+  struct AsyncBinds;
+  bool bindOverSender(const policy::Pod& pod, std::string_view node, bool overQuota,
+                      state::BindDone& done);
+  void stopAsync();
+  std::shared_ptr<AsyncBinds> async_;  // set by bindOn() before the binds start
 
   KubeClientPtr client_;
   KubeBinderOptions options_;

@@ -16,6 +16,10 @@
 
 #include "gpufair/common/status.h"
 
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
 namespace gpufair::k8s {
 
 struct ApiRequest {
@@ -43,6 +47,23 @@ struct ApiResponse {
 // Called with each complete line of a streamed body (without the newline). Return false to stop.
 using LineHandler = std::function<bool(std::string_view line)>;
 
+using ResponseHandler = std::function<void(ApiResponse response)>;
+
+// One-shot requests sent asynchronously on the threads of an io_context (the webhook server's):
+// no thread waits for the answer; `done` runs on one of the context's threads once the answer is
+// there (or the request failed: transport error, timeout), exactly once. The request's timeout
+// bounds the whole exchange. Its connections (kept alive, pooled apart from send()'s) live on that
+// io_context: close() drops the idle ones, and must run before the io_context is destroyed;
+// requests in flight then still end (their own timeout at the latest), later ones fail.
+// Thread-safety: send() and close() may be called from any thread.
+class AsyncSender {
+ public:
+  virtual ~AsyncSender() = default;
+  virtual void send(ApiRequest request, ResponseHandler done) = 0;
+  virtual void close() = 0;
+};
+using AsyncSenderPtr = std::shared_ptr<AsyncSender>;
+
 class KubeClient {
  public:
   virtual ~KubeClient() = default;
@@ -54,6 +75,13 @@ class KubeClient {
                              const std::atomic<bool>& cancel) = 0;
   // "https://10.0.0.1:443", for logs.
   virtual std::string server() const = 0;
+  // A sender of asynchronous requests on `context`'s threads, with this client's server,
+  // credentials and token refresh; null when this client cannot (tests' mocks): callers then use
+  // send() on threads of their own.
+  virtual AsyncSenderPtr asyncSender(boost::asio::io_context& context) {
+    (void)context;
+    return nullptr;
+  }
 };
 using KubeClientPtr = std::shared_ptr<KubeClient>;
 

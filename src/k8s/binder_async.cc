@@ -1,0 +1,159 @@
+// KubeBinder's asynchronous binds: the gpu-index PATCH and the Binding sent on the webhook
+// server's io_context (KubeClient::asyncSender), their outcome given to done() on its threads.
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <unordered_map>
+
+#include <boost/asio/io_context.hpp>
+#include <spdlog/spdlog.h>
+
+#include "gpufair/common/labels.h"
+#include "gpufair/k8s/binder.h"
+
+#include "api_support.h"
+
+namespace gpufair::k8s {
+
+// Shared with the handlers of the requests in flight: an answer that comes after stop() (or after
+// the binder is gone) finds its bind no longer in flight and touches nothing else. `mu` is never
+// held while the binder (its mu_) or a done() is called.
+struct KubeBinder::AsyncBinds : std::enable_shared_from_this<AsyncBinds> {
+  struct Job {
+    policy::Pod pod;
+    std::string node;
+    bool overQuota = false;
+    std::chrono::milliseconds timeout{0};
+    std::uint64_t id = 0;
+  };
+  using JobPtr = std::shared_ptr<const Job>;
+
+  AsyncSenderPtr sender;
+  boost::asio::io_context* context = nullptr;
+  std::mutex mu;
+  std::condition_variable finished;                             // a bind left inFlight
+  KubeBinder* owner = nullptr;                                  // null once stopped; GUARDED_BY(mu)
+  std::unordered_map<std::uint64_t, state::BindDone> inFlight;  // GUARDED_BY(mu)
+  std::uint64_t next = 0;                                       // GUARDED_BY(mu)
+  std::size_t completing = 0;  // done() under way on an io thread; GUARDED_BY(mu)
+
+  void annotateThenBind(JobPtr job) {
+    const policy::Pod& pod = job->pod;
+    // Before the Binding: once bound, the kubelet may start the pod, and a sharing-capable device
+    // plugin or runtime reads the GPU it was given from this annotation.
+    ApiRequest patch = detail::metadataPatchRequest(
+        pod.ns, pod.name, "annotations", {{kGpuIndexAnnotation, std::to_string(pod.gpuIndex)}}, {},
+        preconditionUid(pod), job->timeout);
+    sender->send(std::move(patch),
+                 [self = shared_from_this(), job = std::move(job)](ApiResponse response) mutable {
+                   Status annotated = detail::metadataPatchOutcome(
+                       job->pod.ns, job->pod.name, "annotations", response, nullptr);
+                   if (!annotated.isOk()) return self->finish(*job, std::move(annotated));
+                   self->bind(std::move(job));
+                 });
+  }
+
+  void bind(JobPtr job) {
+    const policy::Pod& pod = job->pod;
+    ApiRequest binding =
+        detail::bindingRequest(pod.ns, pod.name, preconditionUid(pod), job->node, job->timeout);
+    sender->send(std::move(binding), [self = shared_from_this(),
+                                      job = std::move(job)](ApiResponse response) {
+      self->finish(*job, detail::bindingOutcome(job->pod.ns, job->pod.name, job->node, response));
+    });
+  }
+
+  void finish(const Job& job, Status status) {
+    state::BindDone done;
+    KubeBinder* binder = nullptr;
+    {
+      std::lock_guard lock(mu);
+      auto it = inFlight.find(job.id);
+      if (it == inFlight.end()) return;  // stop() answered it already
+      done = std::move(it->second);
+      inFlight.erase(it);
+      binder = owner;
+      ++completing;
+    }
+    try {
+      if (status.isOk()) {
+        binder->bound(job.pod, job.node, job.overQuota);
+      } else {
+        spdlog::warn("{}", status.reason());
+      }
+      done(std::move(status));
+    } catch (const std::exception& e) {
+      spdlog::error("bind {}: completion failed: {}", job.pod.key(), e.what());
+    }
+    {
+      std::lock_guard lock(mu);
+      --completing;
+    }
+    finished.notify_all();
+  }
+};
+
+bool KubeBinder::bindOn(boost::asio::io_context& context) {
+  AsyncSenderPtr sender = client_->asyncSender(context);
+  if (!sender) return false;
+  auto async = std::make_shared<AsyncBinds>();
+  async->sender = std::move(sender);
+  async->context = &context;
+  async->owner = this;
+  async_ = std::move(async);
+  return true;
+}
+
+bool KubeBinder::bindOverSender(const policy::Pod& pod, std::string_view node, bool overQuota,
+                                state::BindDone& done) {
+  if (!async_) return false;
+  AsyncBinds& async = *async_;
+  auto job = std::make_shared<AsyncBinds::Job>();
+  {
+    std::lock_guard lock(async.mu);
+    if (async.owner == nullptr) return false;  // stopped
+    job->id = async.next++;
+    async.inFlight.emplace(job->id, std::move(done));
+  }
+  job->pod = pod;
+  job->node = node;
+  job->overQuota = overQuota;
+  job->timeout = options_.requestTimeout;
+  if (pod.isFractional() && pod.gpuIndex >= 0) {
+    async.annotateThenBind(std::move(job));
+  } else {
+    async.bind(std::move(job));
+  }
+  return true;
+}
+
+void KubeBinder::stopAsync() {
+  if (!async_) return;
+  AsyncBinds& async = *async_;
+  std::unordered_map<std::uint64_t, state::BindDone> unfinished;
+  {
+    std::unique_lock lock(async.mu);
+    if (async.owner == nullptr) return;  // stopped before
+    // A PATCH and a Binding, each within the request timeout, while the io_context still runs.
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        2 * std::max<std::chrono::milliseconds>(options_.requestTimeout, std::chrono::seconds(1));
+    while (!async.inFlight.empty() && !async.context->stopped() &&
+           std::chrono::steady_clock::now() < deadline) {
+      async.finished.wait_for(lock, std::chrono::milliseconds(100));
+    }
+    unfinished.swap(async.inFlight);
+    async.owner = nullptr;
+    async.finished.wait(lock, [&async] { return async.completing == 0; });
+  }
+  async.sender->close();
+  for (auto& [id, done] : unfinished) {
+    try {
+      done(Status::error("gpufair is stopping: the Binding's outcome did not come in time"));
+    } catch (const std::exception& e) {
+      spdlog::error("bind: completion failed at stop: {}", e.what());
+    }
+  }
+}
+
+}  // namespace gpufair::k8s

@@ -1,0 +1,284 @@
+#include "keepalive_async.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "keepalive_connection.h"
+
+namespace gpufair::k8s::detail {
+
+using Strand = asio::strand<asio::io_context::executor_type>;
+
+class AsyncKeepAlive::Connection {
+ public:
+  Connection(asio::io_context& context, std::unique_ptr<ssl::context> tlsContext)
+      : strand_(asio::make_strand(context)), timer(strand_), context_(std::move(tlsContext)) {
+    if (context_) {
+      tls_.emplace(strand_, *context_);
+    } else {
+      plain_.emplace(strand_);
+    }
+    buffer.reserve(kReadChunk);
+  }
+
+  const Strand& strand() const { return strand_; }
+  beast::tcp_stream& tcpStream() { return tls_ ? tls_->next_layer() : *plain_; }
+  ssl::stream<beast::tcp_stream>* tls() { return tls_ ? &*tls_ : nullptr; }
+  // Calls f with the stream requests travel on (TLS or plain).
+  template <typename F>
+  void withStream(F&& f) {
+    if (tls_) {
+      f(*tls_);
+    } else {
+      f(*plain_);
+    }
+  }
+  // False when the server closed the connection (or sent something unasked) while it was idle.
+  bool stillOpen() {
+    char byte = 0;
+    const ssize_t n =
+        ::recv(tcpStream().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+
+ private:
+  Strand strand_;  // first: what follows runs its handlers on it
+
+ public:
+  // The deadline of the exchange under way; its wait acts only while `generation` is still the
+  // one it was armed for (a cancelled wait whose handler was already queued must not close the
+  // connection under the next exchange).
+  asio::steady_timer timer;
+  std::uint64_t generation = 0;
+  bool expired = false;  // the timer closed the connection
+  bool reused = false;
+  beast::flat_buffer buffer;
+  std::optional<tcp::resolver> resolver;  // while a host name is looked up
+
+ private:
+  std::unique_ptr<ssl::context> context_;
+  std::optional<ssl::stream<beast::tcp_stream>> tls_;
+  std::optional<beast::tcp_stream> plain_;
+};
+
+// One request: a connection (pooled or new), then write and read on its strand; at most one more
+// attempt on a new connection when a reused one turns out closed.
+class AsyncKeepAlive::Exchange : public std::enable_shared_from_this<Exchange> {
+ public:
+  Exchange(std::shared_ptr<AsyncKeepAlive> owner, const ApiRequest& request,
+           const std::string& authorization, Done done)
+      : owner_(std::move(owner)),
+        outgoing_(formatRequest(request, owner_->target_.basePath_ + request.path,
+                                owner_->target_.hostHeader_, authorization)),
+        timeout_(request.timeout),
+        deadline_(deadlineAfter(request.timeout)),
+        done_(std::move(done)) {}
+
+  // From any thread.
+  void attempt(bool mayReuse) {
+    connection_ = mayReuse ? owner_->take() : nullptr;
+    fresh_ = connection_ == nullptr;
+    if (fresh_) {
+      std::string error;
+      connection_ = owner_->create(error);
+      if (!connection_) {
+        asio::post(owner_->context_, [self = shared_from_this(), error = std::move(error)] {
+          self->done_(transportError(error));
+        });
+        return;
+      }
+    }
+    asio::dispatch(connection_->strand(), [self = shared_from_this()] { self->begin(); });
+  }
+
+ private:
+  // On the connection's strand from here on.
+  void begin() {
+    Connection& connection = *connection_;
+    connection.expired = false;
+    if (deadline_ != SteadyClock::time_point::max()) {
+      connection.timer.expires_at(deadline_);
+      connection.timer.async_wait(
+          [connection = connection_, armed = connection.generation](error_code ec) {
+            if (ec || connection->generation != armed) return;
+            connection->expired = true;
+            // The operation under way ends with an error.
+            if (connection->resolver) connection->resolver->cancel();
+            connection->tcpStream().close();
+          });
+    }
+    if (fresh_) {
+      connect();
+    } else {
+      exchange();
+    }
+  }
+
+  void connect() {
+    const KeepAliveTransport& target = owner_->target_;
+    if (isIpLiteral(target.host_)) {  // numeric: resolved at once, without a lookup
+      error_code ec;
+      tcp::resolver resolver(connection_->strand());
+      const auto endpoints =
+          resolver.resolve(target.host_, target.port_, tcp::resolver::numeric_host, ec);
+      if (ec) return finish(transportError("cannot resolve " + target.host_ + ": " + ec.message()));
+      return connectTo(endpoints);
+    }
+    connection_->resolver.emplace(connection_->strand());
+    connection_->resolver->async_resolve(
+        target.host_, target.port_,
+        [self = shared_from_this()](error_code ec, tcp::resolver::results_type endpoints) {
+          if (self->connection_->expired) return self->failed(ec, "");
+          if (ec) {
+            return self->finish(transportError("cannot resolve " + self->owner_->target_.host_ +
+                                               ": " + ec.message()));
+          }
+          self->connectTo(endpoints);
+        });
+  }
+
+  void connectTo(const tcp::resolver::results_type& endpoints) {
+    connection_->tcpStream().async_connect(
+        endpoints, [self = shared_from_this()](error_code ec, const tcp::endpoint&) {
+          if (ec) return self->failed(ec, "cannot connect: ");
+          error_code ignored;
+          self->connection_->tcpStream().socket().set_option(tcp::no_delay(true), ignored);
+          if (auto* tls = self->connection_->tls()) {
+            return tls->async_handshake(ssl::stream_base::client, [self](error_code e) {
+              if (e) return self->failed(e, "TLS handshake failed: ");
+              self->exchange();
+            });
+          }
+          self->exchange();
+        });
+  }
+
+  void exchange() {
+    parser_.emplace();
+    parser_->body_limit(kNoBodyLimit);
+    parser_->header_limit(kHeaderLimit);
+    connection_->withStream([this](auto& stream) {
+      asio::async_write(stream, asio::buffer(outgoing_),
+                        [self = shared_from_this(), &stream](error_code ec, std::size_t) {
+                          if (ec) return self->failed(ec, "");
+                          http::async_read(stream, self->connection_->buffer, *self->parser_,
+                                           [self](error_code r, std::size_t) { self->read(r); });
+                        });
+    });
+  }
+
+  void read(error_code ec) {
+    if (ec) return failed(ec, "");
+    auto response = parser_->release();
+    ApiResponse out;
+    out.status = static_cast<int>(response.result_int());
+    out.body = std::move(response.body());
+    finish(std::move(out), response.keep_alive() && connection_->buffer.size() == 0);
+  }
+
+  void failed(error_code ec, const char* what) {
+    if (connection_->expired) return finish({});  // finish() says it was the timeout
+    if (!fresh_ && !retried_ && (!parser_ || !parser_->got_some()) && closedWhileIdle(ec)) {
+      retried_ = true;
+      release(false);
+      return attempt(false);
+    }
+    finish(transportError(what + ec.message()));
+  }
+
+  // Ends the connection's part in this exchange: pooled again when `keep`.
+  void release(bool keep) {
+    ++connection_->generation;
+    connection_->timer.cancel();
+    if (keep && !connection_->expired) owner_->giveBack(std::move(connection_));
+    connection_.reset();
+  }
+
+  void finish(ApiResponse response, bool keep = false) {
+    const bool expired = connection_->expired;
+    release(keep);
+    if (expired) {
+      response = transportError("no answer within " + std::to_string(timeout_.count()) + " ms");
+    }
+    Done done = std::move(done_);
+    done(std::move(response));
+  }
+
+  std::shared_ptr<AsyncKeepAlive> owner_;
+  const std::string outgoing_;
+  const std::chrono::milliseconds timeout_;
+  const SteadyClock::time_point deadline_;
+  Done done_;
+  ConnectionPtr connection_;
+  bool fresh_ = false;
+  bool retried_ = false;
+  std::optional<http::response_parser<http::string_body>> parser_;
+};
+
+AsyncKeepAlive::AsyncKeepAlive(asio::io_context& context, const std::string& server,
+                               std::shared_ptr<const TlsMaterial> tls, bool verifyServer)
+    : context_(context), target_(server, std::move(tls), verifyServer) {}
+
+AsyncKeepAlive::~AsyncKeepAlive() = default;
+
+void AsyncKeepAlive::send(const ApiRequest& request, const std::string& authorization, Done done) {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) {
+      asio::post(context_, [done = std::move(done)] { done(transportError("closed")); });
+      return;
+    }
+  }
+  std::make_shared<Exchange>(shared_from_this(), request, authorization, std::move(done))
+      ->attempt(true);
+}
+
+void AsyncKeepAlive::close() {
+  std::vector<ConnectionPtr> idle;
+  std::lock_guard lock(mu_);
+  closed_ = true;
+  idle.swap(idle_);
+}
+
+std::size_t AsyncKeepAlive::connectionsOpened() const {
+  std::lock_guard lock(mu_);
+  return opened_;
+}
+
+AsyncKeepAlive::ConnectionPtr AsyncKeepAlive::take() {
+  for (;;) {
+    ConnectionPtr connection;
+    {
+      std::lock_guard lock(mu_);
+      if (idle_.empty()) return nullptr;
+      connection = std::move(idle_.back());
+      idle_.pop_back();
+    }
+    if (connection->stillOpen()) return connection;
+  }
+}
+
+AsyncKeepAlive::ConnectionPtr AsyncKeepAlive::create(std::string& error) {
+  std::unique_ptr<ssl::context> tlsContext = target_.tlsContext(error);
+  if (target_.https_ && !tlsContext) return nullptr;
+  auto connection = std::make_shared<Connection>(context_, std::move(tlsContext));
+  if (auto* tls = connection->tls()) {
+    if (!isIpLiteral(target_.host_)) {
+      SSL_set_tlsext_host_name(tls->native_handle(), target_.host_.c_str());
+    }
+    if (target_.verifyServer_) tls->set_verify_callback(ssl::host_name_verification(target_.host_));
+  }
+  std::lock_guard lock(mu_);
+  ++opened_;
+  return connection;
+}
+
+void AsyncKeepAlive::giveBack(ConnectionPtr connection) {
+  connection->reused = true;
+  std::lock_guard lock(mu_);
+  if (!closed_ && idle_.size() < kMaxIdle) idle_.push_back(std::move(connection));
+}
+
+}  // namespace gpufair::k8s::detail
