@@ -35,13 +35,7 @@ class AsyncKeepAlive::Connection {
       f(*plain_);
     }
   }
-  // False when the server closed the connection (or sent something unasked) while it was idle.
-  bool stillOpen() {
-    char byte = 0;
-    const ssize_t n =
-        ::recv(tcpStream().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-  }
+  bool stillOpen() { return quietWhileIdle(tcpStream().socket().native_handle()); }
 
  private:
   Strand strand_;  // first: what follows runs its handlers on it
@@ -248,16 +242,7 @@ std::size_t AsyncKeepAlive::connectionsOpened() const {
 }
 
 AsyncKeepAlive::ConnectionPtr AsyncKeepAlive::take() {
-  for (;;) {
-    ConnectionPtr connection;
-    {
-      std::lock_guard lock(mu_);
-      if (idle_.empty()) return nullptr;
-      connection = std::move(idle_.back());
-      idle_.pop_back();
-    }
-    if (connection->stillOpen()) return connection;
-  }
+  return takeStillOpen(mu_, idle_);
 }
 
 AsyncKeepAlive::ConnectionPtr AsyncKeepAlive::create(std::string& error) {

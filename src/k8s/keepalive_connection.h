@@ -6,7 +6,9 @@
 #include <atomic>
 #include <cerrno>
 #include <limits>
+#include <mutex>
 #include <optional>
+#include <vector>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -58,6 +60,30 @@ inline bool closedWhileIdle(const error_code& ec) {
   return ec == http::error::end_of_stream || ec == asio::error::eof ||
          ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
          ec == asio::error::connection_aborted || ec == ssl::error::stream_truncated;
+}
+
+// False when the server closed the connection on `socket` (or sent something unasked) while it
+// sat idle in a pool: a kept-alive connection has nothing to read until a request is sent.
+inline bool quietWhileIdle(int socket) {
+  char byte = 0;
+  const ssize_t n = ::recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+// The newest idle connection of `idle` (guarded by `mu`) that is still open, or null; the closed
+// ones met on the way are dropped. Used by the synchronous and the asynchronous pools alike.
+template <typename ConnectionPtr>
+ConnectionPtr takeStillOpen(std::mutex& mu, std::vector<ConnectionPtr>& idle) {
+  for (;;) {
+    ConnectionPtr connection;
+    {
+      std::lock_guard lock(mu);
+      if (idle.empty()) return nullptr;
+      connection = std::move(idle.back());
+      idle.pop_back();
+    }
+    if (connection->stillOpen()) return connection;
+  }
 }
 
 class KeepAliveTransport::Connection {
@@ -114,14 +140,7 @@ class KeepAliveTransport::Connection {
     return result;
   }
 
-  // False when the server closed the connection (or sent something unasked)
-  // while it was idle.
-  bool stillOpen() {
-    char byte = 0;
-    const ssize_t n =
-        ::recv(tcpStream().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-  }
+  bool stillOpen() { return quietWhileIdle(tcpStream().socket().native_handle()); }
 
  private:
   // Closes the connection under an operation that must end now, lets it finish with its error,

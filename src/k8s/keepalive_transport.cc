@@ -168,16 +168,7 @@ std::size_t KeepAliveTransport::connectionsOpened() const {
 }
 
 KeepAliveTransport::ConnectionPtr KeepAliveTransport::take() {
-  for (;;) {
-    ConnectionPtr connection;
-    {
-      std::lock_guard lock(mu_);
-      if (idle_.empty()) return nullptr;
-      connection = std::move(idle_.back());
-      idle_.pop_back();
-    }
-    if (connection->stillOpen()) return connection;
-  }
+  return takeStillOpen(mu_, idle_);
 }
 
 void KeepAliveTransport::giveBack(ConnectionPtr connection) {

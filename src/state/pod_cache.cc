@@ -91,37 +91,20 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
   auto it = pods_.find(key);
   const bool wasAssumed = it != pods_.end() && it->second.assumed;
   const bool apiKnown = fromApi || (it != pods_.end() && it->second.fromApi);
-  if (it != pods_.end() && it->second.pod == pod && !isPendingDemand(*pod)) {
-    // The very pod stored, not pending (a confirm, or a watch event equal to the bound or assumed
-    // pod we hold): its node's pods, the gang index and the pending list stay as they are; only
-    // the flags change, and the provisional list with them. No node state is rebuilt for it.
-    Entry& e = it->second;
-    if (assumed != wasAssumed) {
-      if (assumed) {
-        assumed_.insert(key);
-      } else {
-        assumed_.erase(key);
-      }
-      dirty_.provisional();
-    }
-    e.seen = seen;
-    e.fromApi = apiKnown;
-    e.assumed = assumed;
-    if (!e.fromApi && e.pod->nodeName.empty()) {
-      offeredOnly_.insert(key);
+  // The very pod stored, not pending (a confirm, or a watch event equal to the bound or assumed
+  // pod we hold): its node's pods, the gang index and the pending list stay as they are; only the
+  // flags change, and the provisional list with them. No node state is rebuilt for it.
+  const bool samePod = it != pods_.end() && it->second.pod == pod && !isPendingDemand(*pod);
+  if (!samePod) {
+    if (it != pods_.end()) unindex(key, *it->second.pod, pod.get());
+    mark(*pod);
+    if (!pod->nodeName.empty()) podsOnNode_[pod->nodeName].insert(key);
+    if (pod->inGang()) gangMembers_[pod->gangKey()].insert(key);
+    if (isPendingDemand(*pod) && (apiKnown || offeredIsDemand_)) {
+      setPending(key, pod);
     } else {
-      offeredOnly_.erase(key);
+      erasePending(key);
     }
-    return;
-  }
-  if (it != pods_.end()) unindex(key, *it->second.pod, pod.get());
-  mark(*pod);
-  if (!pod->nodeName.empty()) podsOnNode_[pod->nodeName].insert(key);
-  if (pod->inGang()) gangMembers_[pod->gangKey()].insert(key);
-  if (isPendingDemand(*pod) && (apiKnown || offeredIsDemand_)) {
-    setPending(key, pod);
-  } else {
-    erasePending(key);
   }
   if (assumed != wasAssumed) {
     if (assumed) {
