@@ -1,10 +1,11 @@
 #include "gpufair/policy/snapshot.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "gpufair/common/labels.h"
 #include "gpufair/policy/fair_share.h"
+
+#include "queue_lookup.h"
 
 namespace gpufair::policy {
 
@@ -29,31 +30,15 @@ std::string resolveQueue(const QuotaConfig& config, std::string_view ns, const L
 }
 
 void linkQueueTree(std::span<QueueState> queues) {
-  // Every snapshot links its queues: a few are looked up by a walk (no allocation), many by a map.
-  // Either finds the first queue of a name.
-  constexpr std::size_t kWalkedQueues = 16;
-  std::unordered_map<std::string_view, int> at;
-  if (queues.size() > kWalkedQueues) {
-    for (std::size_t i = 0; i < queues.size(); ++i)
-      at.emplace(queues[i].quota.name, static_cast<int>(i));
-  }
-  auto indexOf = [&](std::string_view name) {
-    if (queues.size() > kWalkedQueues) {
-      const auto it = at.find(name);
-      return it == at.end() ? -1 : it->second;
-    }
-    for (std::size_t i = 0; i < queues.size(); ++i) {
-      if (queues[i].quota.name == name) return static_cast<int>(i);
-    }
-    return -1;
-  };
+  const detail::QueueLookup lookup(queues);
   for (QueueState& q : queues) {
     q.parentIndex = -1;
     q.depth = 0;
     q.children = 0;
     if (q.quota.parent.empty()) continue;
-    const int parent = indexOf(q.quota.parent);
-    if (parent >= 0 && parent != (&q - queues.data())) q.parentIndex = parent;
+    const std::size_t parent = lookup.find(q.quota.parent);
+    if (parent != lookup.size() && parent != static_cast<std::size_t>(&q - queues.data()))
+      q.parentIndex = static_cast<int>(parent);
   }
   // A parent chain that loops (config validation refuses it) makes its queues top-level.
   for (std::size_t i = 0; i < queues.size(); ++i) {

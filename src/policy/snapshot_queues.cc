@@ -7,6 +7,8 @@
 #include "gpufair/policy/fair_share.h"
 #include "gpufair/policy/snapshot.h"
 
+#include "queue_lookup.h"
+
 namespace gpufair::policy {
 
 void ClusterSnapshot::sumOwnNodeUse(const ClusterSnapshot* previous,
@@ -51,41 +53,20 @@ void ClusterSnapshot::sumQueues(const ClusterSnapshot* previous,
     previous = nullptr;
     changed = {};
   }
-  // Queues by name, the first of a name: a few by a walk (no allocation for every snapshot), many
-  // by a map. Most pods name the queue the one before did: that lookup is one string compare.
-  static constexpr std::size_t kWalked = 16;
-  struct Lookup {
-    std::span<const QueueState> queues;
-    std::unordered_map<std::string_view, std::size_t> at;  // only for many queues
-    std::size_t last = 0;
-
-    explicit Lookup(std::span<const QueueState> all) : queues(all) {
-      if (queues.size() <= kWalked) return;
-      for (std::size_t i = 0; i < queues.size(); ++i) at.emplace(queues[i].quota.name, i);
-    }
-    // The index of the queue named `name`, or queues.size().
-    std::size_t find(std::string_view name) const {
-      if (queues.size() > kWalked) {
-        const auto it = at.find(name);
-        return it == at.end() ? queues.size() : it->second;
-      }
-      for (std::size_t i = 0; i < queues.size(); ++i) {
-        if (queues[i].quota.name == name) return i;
-      }
-      return queues.size();
-    }
-  } lookup(queues_);
+  // Most pods name the queue the one before did: that lookup is one string compare.
+  const detail::QueueLookup lookup(queues_);
   // One pointer captured: std::function holds it without an allocation.
   struct QueueOfState {
-    Lookup* lookup;
+    const detail::QueueLookup* lookup;
     std::vector<QueueOwn>* own;
+    std::size_t last = 0;
   } state{&lookup, &own_};
   auto queueOf = [s = &state](const std::string& name) -> QueueOwn* {
-    Lookup& l = *s->lookup;
-    if (l.queues[l.last].quota.name == name) return &(*s->own)[l.last];
+    const detail::QueueLookup& l = *s->lookup;
+    if (l[s->last].quota.name == name) return &(*s->own)[s->last];
     const std::size_t at = l.find(name);
-    if (at == l.queues.size()) return nullptr;
-    l.last = at;
+    if (at == l.size()) return nullptr;
+    s->last = at;
     return &(*s->own)[at];
   };
   sumOwnNodeUse(previous, changed, queueOf);
