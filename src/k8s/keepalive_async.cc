@@ -249,12 +249,7 @@ AsyncKeepAlive::ConnectionPtr AsyncKeepAlive::create(std::string& error) {
   std::unique_ptr<ssl::context> tlsContext = target_.tlsContext(error);
   if (target_.https_ && !tlsContext) return nullptr;
   auto connection = std::make_shared<Connection>(context_, std::move(tlsContext));
-  if (auto* tls = connection->tls()) {
-    if (!isIpLiteral(target_.host_)) {
-      SSL_set_tlsext_host_name(tls->native_handle(), target_.host_.c_str());
-    }
-    if (target_.verifyServer_) tls->set_verify_callback(ssl::host_name_verification(target_.host_));
-  }
+  if (auto* tls = connection->tls()) nameServer(*tls, target_.host_, target_.verifyServer_);
   std::lock_guard lock(mu_);
   ++opened_;
   return connection;

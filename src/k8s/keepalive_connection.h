@@ -86,6 +86,15 @@ ConnectionPtr takeStillOpen(std::mutex& mu, std::vector<ConnectionPtr>& idle) {
   }
 }
 
+// A new TLS stream to `host`: the name it asks for (SNI; not for an IP address) and, when the
+// server is verified, the name its certificate must carry. Used by the synchronous and the
+// asynchronous connections alike.
+template <typename TlsStream>
+void nameServer(TlsStream& tls, const std::string& host, bool verifyServer) {
+  if (!isIpLiteral(host)) SSL_set_tlsext_host_name(tls.native_handle(), host.c_str());
+  if (verifyServer) tls.set_verify_callback(ssl::host_name_verification(host));
+}
+
 class KeepAliveTransport::Connection {
  public:
   explicit Connection(std::unique_ptr<ssl::context> context) : context_(std::move(context)) {

@@ -203,10 +203,7 @@ KeepAliveTransport::ConnectionPtr KeepAliveTransport::open(SteadyClock::time_poi
   std::unique_ptr<ssl::context> context = tlsContext(error);
   if (https_ && !context) return nullptr;
   auto connection = std::make_unique<Connection>(std::move(context));
-  if (auto* tls = connection->tls()) {
-    if (!isIpLiteral(host_)) SSL_set_tlsext_host_name(tls->native_handle(), host_.c_str());
-    if (verifyServer_) tls->set_verify_callback(ssl::host_name_verification(host_));
-  }
+  if (auto* tls = connection->tls()) nameServer(*tls, host_, verifyServer_);
   error_code ec;
   tcp::resolver resolver(connection->tcpStream().get_executor());
   const auto endpoints = resolver.resolve(host_, port_, ec);
