@@ -230,8 +230,7 @@ FilterResult filterRankedByShape(const ClusterSnapshot& snapshot, const Pod& pod
   std::size_t fitCount = 0;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const std::ptrdiff_t position = positions[i];
-    const NodeState* node = position < 0 ? nullptr : nodes[static_cast<std::size_t>(position)];
-    if (node == nullptr) {
+    if (position < 0) {
       r.failed.push_back({candidates[i], "node " + std::string(candidates[i]) +
                                              " is not in gpufair's cluster view yet"});
       continue;
@@ -241,17 +240,19 @@ FilterResult filterRankedByShape(const ClusterSnapshot& snapshot, const Pod& pod
     bool fits = false;
     if (shape < shapes.count) {
       std::uint32_t& state = kept[shape];
-      if (state == kUnchecked) state = nodeFits(*node, pod, options) ? 0 : kNoFit;
+      if (state == kUnchecked) state = nodeFits(*nodes[p], pod, options) ? 0 : kNoFit;
       fits = state != kNoFit;
       if (fits) {
         ++fitCount;
-        if (state == keep) continue;  // `keep` of its shape came before: not among the first
+        // `keep` of its shape came before: not among the first (and its node is never read).
+        if (state == keep) continue;
         ++state;
       }
     } else {
-      fits = nodeFits(*node, pod, options);
+      fits = nodeFits(*nodes[p], pod, options);
       if (fits) ++fitCount;
     }
+    const NodeState* node = nodes[p];
     if (!fits) {
       reject(r, candidates[i], fitsNode(*node, pod, options));
       continue;

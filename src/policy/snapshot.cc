@@ -116,7 +116,7 @@ const GangState* ClusterSnapshot::findGang(std::string_view key) const {
 
 const NodeState* ClusterSnapshot::findNode(std::string_view name) const {
   const std::ptrdiff_t at = nodeIndex(name);
-  return at < 0 ? nullptr : nodes_[static_cast<std::size_t>(at)];
+  return at < 0 ? nullptr : table_->nodes[static_cast<std::size_t>(at)];
 }
 
 std::ptrdiff_t ClusterSnapshot::nodeIndex(std::string_view name) const {
@@ -141,8 +141,11 @@ const QueueState* ClusterSnapshot::findQueue(std::string_view name) const {
 }
 
 int ClusterSnapshot::nodesWithFree(MilliGpu gpus) const {
-  auto it = std::lower_bound(frees_.begin(), frees_.end(), gpus);
-  return static_cast<int>(frees_.end() - it);
+  auto it = std::lower_bound(frees_.begin(), frees_.end(), gpus,
+                             [](const FreeCount& f, MilliGpu x) { return f.free < x; });
+  int count = 0;
+  for (; it != frees_.end(); ++it) count += it->nodes;
+  return count;
 }
 
 }  // namespace gpufair::policy

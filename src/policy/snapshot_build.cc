@@ -59,6 +59,20 @@ void addModelGpus(std::vector<ModelGpus>& models, const NodeState& n, int sign) 
   if (it->nodes <= 0) models.erase(it);
 }
 
+// One more (sign 1) or one fewer (sign -1) node with `free` GPUs free in the histogram `frees`
+// (ascending by amount; an amount no node has any more is dropped).
+template <typename FreeCount>
+void countFree(std::vector<FreeCount>& frees, MilliGpu free, int sign) {
+  auto it = std::lower_bound(frees.begin(), frees.end(), free,
+                             [](const FreeCount& f, MilliGpu x) { return f.free < x; });
+  if (it == frees.end() || it->free != free) {
+    if (sign < 0) return;  // not counted: nothing to take away
+    it = frees.insert(it, FreeCount{free, 0});
+  }
+  it->nodes += sign;
+  if (it->nodes <= 0) frees.erase(it);
+}
+
 }  // namespace
 
 ClusterSnapshot::ClusterSnapshot(std::vector<NodeStatePtr> nodes, std::vector<PodPtr> pending,
@@ -118,27 +132,30 @@ void ClusterSnapshot::indexNodes(std::span<const NodeStatePtr> nodes) {
     std::sort(sorted.begin(), sorted.end(), byName);
     options_.shapes = nullptr;  // given in the order the nodes came in, not this one
   }
-  nodes_.reserve(sorted.size());
-  owners_.reserve((sorted.size() + kNodeChunk - 1) / kNodeChunk);
+  auto table = std::make_shared<NodeTable>();
+  std::vector<const NodeState*>& list = table->nodes;
+  list.reserve(sorted.size());
+  table->owners.reserve((sorted.size() + kNodeChunk - 1) / kNodeChunk);
   for (std::size_t begin = 0; begin < sorted.size(); begin += kNodeChunk) {
     const std::size_t end = std::min(sorted.size(), begin + kNodeChunk);
     auto chunk = std::make_shared<NodeChunk>();
     chunk->reserve(end - begin);
     for (std::size_t i = begin; i < end; ++i) {
-      nodes_.push_back(sorted[i].get());
+      list.push_back(sorted[i].get());
       chunk->push_back(std::move(sorted[i]));
     }
-    owners_.push_back(std::move(chunk));
+    table->owners.push_back(std::move(chunk));
   }
   auto index = std::make_shared<NodeIndex>();
   std::size_t slotCount = 8;
-  while (slotCount < nodes_.size() * 2) slotCount *= 2;
+  while (slotCount < list.size() * 2) slotCount *= 2;
   index->slots.assign(slotCount, Slot{});
-  index->names.reserve(nodes_.size());
-  frees_.reserve(nodes_.size());
+  index->names.reserve(list.size());
+  std::vector<MilliGpu> frees;
+  frees.reserve(list.size());
   auto models = std::make_shared<std::vector<ModelGpus>>();
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    const NodeState& n = *nodes_[i];
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const NodeState& n = *list[i];
     index->names.push_back(n.name());
     const std::size_t h = std::hash<std::string_view>{}(n.name());
     for (std::size_t at = h & (slotCount - 1);; at = (at + 1) & (slotCount - 1)) {
@@ -149,30 +166,41 @@ void ClusterSnapshot::indexNodes(std::span<const NodeStatePtr> nodes) {
     }
     addTotals(n);
     addModelGpus(*models, n, 1);
-    if (n.node().takesNewPods()) frees_.push_back(n.free());
+    if (n.node().takesNewPods()) frees.push_back(n.free());
   }
   modelGpus_ = std::move(models);
-  std::sort(frees_.begin(), frees_.end());
+  std::sort(frees.begin(), frees.end());
+  for (MilliGpu free : frees) {
+    if (frees_.empty() || frees_.back().free != free) frees_.push_back(FreeCount{free, 0});
+    ++frees_.back().nodes;
+  }
   index_ = std::move(index);
+  table_ = std::move(table);
 }
 
 void ClusterSnapshot::updateNodes(const ClusterSnapshot& previous,
                                   std::span<const NodeStatePtr> nodes,
                                   std::span<const std::size_t> changed) {
-  nodes_ = previous.nodes_;
-  owners_ = previous.owners_;
-  std::size_t copied = owners_.size();  // the chunk last copied (`changed` is sorted)
-  std::shared_ptr<NodeChunk> chunk;
-  for (std::size_t i : changed) {
-    const std::size_t c = i / kNodeChunk;
-    if (c != copied) {
-      chunk = std::make_shared<NodeChunk>(*owners_[c]);
-      owners_[c] = chunk;
-      copied = c;
+  if (changed.empty()) {
+    table_ = previous.table_;
+  } else {
+    auto table = std::make_shared<NodeTable>(*previous.table_);
+    std::size_t copied = table->owners.size();  // the chunk last copied (`changed` is sorted)
+    std::shared_ptr<NodeChunk> chunk;
+    for (std::size_t i : changed) {
+      const std::size_t c = i / kNodeChunk;
+      if (c != copied) {
+        chunk = std::make_shared<NodeChunk>(*table->owners[c]);
+        table->owners[c] = chunk;
+        copied = c;
+      }
+      (*chunk)[i % kNodeChunk] = nodes[i];
+      table->nodes[i] = nodes[i].get();
     }
-    (*chunk)[i % kNodeChunk] = nodes[i];
-    nodes_[i] = nodes[i].get();
+    table_ = std::move(table);
   }
+  const std::vector<const NodeState*>& list = table_->nodes;
+  const std::vector<const NodeState*>& before = previous.table_->nodes;
   index_ = previous.index_;
   capacity_ = previous.capacity_;
   allocated_ = previous.allocated_;
@@ -186,8 +214,8 @@ void ClusterSnapshot::updateNodes(const ClusterSnapshot& previous,
   maxNodeMemory_ = previous.maxNodeMemory_;
   bool specChanged = false;
   for (std::size_t i : changed) {
-    const NodeState& was = *previous.nodes_[i];
-    const NodeState& now = *nodes_[i];
+    const NodeState& was = *before[i];
+    const NodeState& now = *list[i];
     allocated_ += now.used() - was.used();
     addGpuNodeUse(gpuNodeUse_, was, -1);
     addGpuNodeUse(gpuNodeUse_, now, 1);
@@ -200,12 +228,12 @@ void ClusterSnapshot::updateNodes(const ClusterSnapshot& previous,
     if (was.node().takesNewPods()) {
       capacity_ -= was.allocatable();
       free_ -= was.free();
-      frees_.erase(std::lower_bound(frees_.begin(), frees_.end(), was.free()));
+      countFree(frees_, was.free(), -1);
     }
     if (now.node().takesNewPods()) {
       capacity_ += now.allocatable();
       free_ += now.free();
-      frees_.insert(std::upper_bound(frees_.begin(), frees_.end(), now.free()), now.free());
+      countFree(frees_, now.free(), 1);
     }
     specChanged = specChanged || !sameSpec(was.node(), now.node());
   }
@@ -214,7 +242,7 @@ void ClusterSnapshot::updateNodes(const ClusterSnapshot& previous,
   maxNodeGpus_ = 0;
   maxNodeCpu_ = 0;
   maxNodeMemory_ = 0;
-  for (const auto& n : nodes_) {
+  for (const NodeState* n : list) {
     if (!n->node().takesNewPods()) continue;
     maxNodeGpus_ = std::max(maxNodeGpus_, n->allocatable());
     maxNodeCpu_ = std::max(maxNodeCpu_, n->node().cpuMilli);
@@ -225,13 +253,14 @@ void ClusterSnapshot::updateNodes(const ClusterSnapshot& previous,
 bool ClusterSnapshot::indexReservations(const ClusterSnapshot* previous,
                                         std::span<const std::size_t> changed) {
   if (previous != nullptr && std::none_of(changed.begin(), changed.end(), [&](std::size_t i) {
-        return holdsReservations(*previous->nodes_[i]) || holdsReservations(*nodes_[i]);
+        return holdsReservations(*previous->table_->nodes[i]) ||
+               holdsReservations(*table_->nodes[i]);
       })) {
     reservations_ = previous->reservations_;
     return true;
   }
   auto all = std::make_shared<std::vector<Reservation>>();
-  for (const auto& node : nodes_) {
+  for (const NodeState* node : table_->nodes) {
     for (const auto& r : node->reservations()) all->push_back(r);
   }
   reservations_ = std::move(all);
@@ -242,7 +271,7 @@ void ClusterSnapshot::indexGangs(const ClusterSnapshot* previous,
                                  std::span<const std::size_t> changed, bool reservationsShared) {
   if (previous != nullptr && reservationsShared &&
       std::none_of(changed.begin(), changed.end(), [&](std::size_t i) {
-        return holdsGangs(*previous->nodes_[i]) || holdsGangs(*nodes_[i]);
+        return holdsGangs(*previous->table_->nodes[i]) || holdsGangs(*table_->nodes[i]);
       })) {
     nodeGangs_ = previous->nodeGangs_;
   } else {
@@ -250,7 +279,7 @@ void ClusterSnapshot::indexGangs(const ClusterSnapshot* previous,
     for (const auto& r : *reservations_) {
       if (r.holder.starts_with(kGangHolderPrefix)) gangs[r.holder].reserved += r.gpus;
     }
-    for (const auto& node : nodes_) {
+    for (const NodeState* node : table_->nodes) {
       if (!holdsGangs(*node)) continue;
       for (const auto& use : node->gangs()) {
         GangState& g = gangs[use.key];

@@ -24,7 +24,7 @@ void ClusterSnapshot::sumOwnNodeUse(const ClusterSnapshot* previous,
     }
   };
   if (previous == nullptr) {
-    for (const auto& node : nodes_) add(*node, 1);
+    for (const NodeState* node : table_->nodes) add(*node, 1);
     return;
   }
   for (std::size_t q = 0; q < own_.size(); ++q) {
@@ -33,8 +33,8 @@ void ClusterSnapshot::sumOwnNodeUse(const ClusterSnapshot* previous,
     own_[q].runningPods = previous->own_[q].runningPods;
   }
   for (std::size_t i : changed) {
-    add(*previous->nodes_[i], -1);
-    add(*nodes_[i], 1);
+    add(*previous->table_->nodes[i], -1);
+    add(*table_->nodes[i], 1);
   }
 }
 

@@ -128,6 +128,7 @@ std::shared_ptr<const policy::NodeShapes> SnapshotBuilder::buildShapes(bool inPl
   // Ids of shapes no node has any more are never reused: renumber when they pile up.
   const bool renumber =
       !inPlace || shapeOf_.size() != built_.size() || shapes_.count() > 2 * built_.size() + 64;
+  if (!renumber && changed_.empty() && builtShapes_ != nullptr) return builtShapes_;
   if (renumber) {
     shapes_.clear();
     shapeOf_.resize(built_.size());
@@ -138,7 +139,8 @@ std::shared_ptr<const policy::NodeShapes> SnapshotBuilder::buildShapes(bool inPl
   auto shapes = std::make_shared<policy::NodeShapes>();
   shapes->of = shapeOf_;
   shapes->count = shapes_.count();
-  return shapes;
+  builtShapes_ = std::move(shapes);
+  return builtShapes_;
 }
 
 policy::SnapshotPtr SnapshotBuilder::build(const PodCache& pods,

@@ -77,6 +77,12 @@ std::string describe(const ClusterSnapshot& s) {
       << " block=" << s.largestFreeBlock() << " max=" << s.maxNodeGpus() << '/' << s.maxNodeCpu()
       << '/' << s.maxNodeMemory() << " pending=" << s.pending().size() << '\n';
   for (int g = 0; g <= 9; ++g) out << s.nodesWithFree(gpus(g)) << ' ';
+  // Every free amount a node has, and just above it (fractional amounts too).
+  std::vector<MilliGpu> frees;
+  for (const NodeState* n : s.nodes()) frees.push_back(n->free());
+  std::sort(frees.begin(), frees.end());
+  for (MilliGpu f : frees)
+    out << f << ':' << s.nodesWithFree(f) << '/' << s.nodesWithFree(f + 1) << ' ';
   out << '\n';
   for (std::size_t i = 0; i < s.nodes().size(); ++i) {
     const NodeState& n = *s.nodes()[i];
@@ -147,6 +153,7 @@ class Cluster {
                        .on(nodes_[n].name);
         if (rng() % 3 == 0) pod.overQuota();
         if (rng() % 3 == 0) pod.gang("g" + std::to_string(rng() % 2), 3);
+        if (rng() % 4 == 0) pod.share(rng() % 2 ? 0.5 : 0.25);  // fractional free amounts
         pods_[n].push_back(resolve(pod));
         break;
       }
@@ -229,6 +236,8 @@ TEST(SnapshotSharing, TheNextSnapshotEqualsAFullBuildAndLeavesThePreviousUnchang
           << "step " << i;
       ASSERT_EQ(keptModelGpus(*next), walkModelGpus(*next)) << "step " << i;
       EXPECT_TRUE(next->sharesNodeIndexWith(*current));
+      // No node changed (a pending pod came or went, or nothing): the node table is previous's.
+      EXPECT_EQ(next->sharesNodeTableWith(*current), changed.empty()) << "step " << i;
       if (!pendingChanged) {
         // (The first snapshot is a full build with a list of its own.)
         if (i > 0) {

@@ -164,9 +164,16 @@ TEST_F(SnapshotBuilderTest, AssumedPodsArePublishedAsProvisional) {
   EXPECT_FALSE(snap->isProvisional("uid-team-a-q"));
   EXPECT_EQ(snap->findNode("n1")->used(), gpus(1));  // provisional pods hold GPUs as any other
   const policy::NodeState* assumedOn = snap->findNode("n1");
+  const auto assumed = snap;
   cache_.confirm("uid-team-a-p");
   snap = build();
   EXPECT_FALSE(snap->isProvisional("uid-team-a-p"));
+  // Only the provisional list changed: the new snapshot takes the node table and the node shapes
+  // of the last one whole, not a copy.
+  EXPECT_NE(snap, assumed);
+  EXPECT_TRUE(snap->sharesNodeTableWith(*assumed));
+  ASSERT_NE(snap->nodeShapes(), nullptr);
+  EXPECT_EQ(snap->nodeShapes(), assumed->nodeShapes());
   EXPECT_EQ(snap->findNode("n1")->used(), gpus(1));
   // A confirmed bind changes no node: the node state is the one built when the pod was assumed.
   EXPECT_EQ(snap->findNode("n1"), assumedOn);

@@ -247,8 +247,9 @@ class ClusterSnapshot {
   // reservation list and the gangs' placed part are then shared with `previous` (unless a changed
   // node holds or held reservations or gang members), and the totals and queue usage are updated
   // from the changed nodes: O(changed x log nodes + queues) plus one copy of the node pointers
-  // and free-GPU list (plain copies: no reference counting, hashing, sorting or string work;
-  // ownership is shared in chunks, see owners_). Only the changed entries of `nodes` are read.
+  // (a plain copy: no reference counting, hashing, sorting or string work; ownership is shared in
+  // chunks, see NodeTable), and no copy at all when no node changed (the node table is then
+  // previous's). Only the changed entries of `nodes` are read.
   // `pending` is shared as is (null: none); its queue and gang sums are previous's updated by
   // what differs between the two lists (pendingChange: O(chunks) when they share most chunks).
   // previous == nullptr, or nodes that do not match it (other names or count, out-of-range
@@ -259,8 +260,8 @@ class ClusterSnapshot {
                   QuotaConfig quota, std::uint64_t generation, SnapshotOptions options);
 
   std::uint64_t generation() const { return generation_; }
-  // Sorted by name. The snapshot owns them (see owners_).
-  std::span<const NodeState* const> nodes() const { return nodes_; }
+  // Sorted by name. The snapshot owns them (see NodeTable).
+  std::span<const NodeState* const> nodes() const { return table_->nodes; }
   const NodeState* findNode(std::string_view name) const;
   // The node's index in nodes(); -1 when there is no such node.
   std::ptrdiff_t nodeIndex(std::string_view name) const;
@@ -286,7 +287,7 @@ class ClusterSnapshot {
   MilliGpu capacity() const { return capacity_; }    // allocatable over nodes that take new pods
   MilliGpu allocated() const { return allocated_; }  // used over all nodes
   MilliGpu free() const { return free_; }            // free over nodes that take new pods
-  MilliGpu largestFreeBlock() const { return frees_.empty() ? 0 : frees_.back(); }
+  MilliGpu largestFreeBlock() const { return frees_.empty() ? 0 : frees_.back().free; }
   // How many nodes that take new pods have at least `gpus` free.
   int nodesWithFree(MilliGpu gpus) const;
   // Kept from the change as the totals above are: O(1) to read.
@@ -297,6 +298,9 @@ class ClusterSnapshot {
   // Whether this snapshot and `other` share one node-name index (built once, see the
   // constructor from a previous snapshot). For tests and diagnostics.
   bool sharesNodeIndexWith(const ClusterSnapshot& other) const { return index_ == other.index_; }
+  // Whether this snapshot and `other` share one node table (a snapshot built from the previous one
+  // with no node changed). For tests and diagnostics.
+  bool sharesNodeTableWith(const ClusterSnapshot& other) const { return table_ == other.table_; }
 
   const SnapshotOptions& options() const { return options_; }
   const FitOptions& fitOptions() const { return options_.fit; }
@@ -304,7 +308,7 @@ class ClusterSnapshot {
   // SnapshotOptions::shapes when it has one shape per node; nullptr otherwise.
   const NodeShapes* nodeShapes() const {
     const auto& shapes = options_.shapes;
-    return shapes != nullptr && shapes->of.size() == nodes_.size() ? shapes.get() : nullptr;
+    return shapes != nullptr && shapes->of.size() == table_->nodes.size() ? shapes.get() : nullptr;
   }
   std::uint64_t seed() const { return options_.seed; }
   // Whether the pod with this uid is placed provisionally (SnapshotOptions::provisional).
@@ -353,12 +357,21 @@ class ClusterSnapshot {
 
   // The node states are owned in chunks of kNodeChunk (by position), shared with the snapshots
   // before and after: publishing after a change copies the chunk list and the changed nodes'
-  // chunks, instead of taking and later dropping a reference to every node. nodes_ holds plain
-  // pointers to the same states, in the same order.
+  // chunks, instead of taking and later dropping a reference to every node. `nodes` holds plain
+  // pointers to the same states, in the same order. The table itself is shared with the previous
+  // snapshot when no node changed (a change of the pending or provisional pods only).
   static constexpr std::size_t kNodeChunk = 64;
   using NodeChunk = std::vector<NodeStatePtr>;
-  std::vector<std::shared_ptr<const NodeChunk>> owners_;
-  std::vector<const NodeState*> nodes_;
+  struct NodeTable {
+    std::vector<std::shared_ptr<const NodeChunk>> owners;
+    std::vector<const NodeState*> nodes;
+  };
+  // How many nodes taking new pods have `free` GPUs free (ClusterSnapshot::frees_).
+  struct FreeCount {
+    MilliGpu free = 0;
+    int nodes = 0;
+  };
+  std::shared_ptr<const NodeTable> table_;  // never null
   std::shared_ptr<const NodeIndex> index_;
   std::shared_ptr<const PendingPods> pending_;  // never null
   QuotaConfig quota_;
@@ -373,7 +386,9 @@ class ClusterSnapshot {
   MilliGpu free_ = 0;
   GpuNodeUse gpuNodeUse_;
   std::shared_ptr<const std::vector<ModelGpus>> modelGpus_;  // never null
-  std::vector<MilliGpu> frees_;  // free GPUs of nodes taking new pods, ascending
+  // The free GPUs of nodes taking new pods as a histogram, by amount ascending (no zero counts):
+  // a few entries (one per amount) to copy per snapshot, not one per node.
+  std::vector<FreeCount> frees_;
   SnapshotOptions options_;
   MilliGpu maxNodeGpus_ = 0;
   std::int64_t maxNodeCpu_ = 0;

@@ -104,7 +104,8 @@ class SnapshotBuilder {
   // Publishes the fixed workload, or the learned one if it moved (workloadRepublishDistance).
   void publishWorkload();
   // The shapes of built_ after this build: those of the changed nodes (every node after a
-  // reindex, or when the interner has grown well past the node count).
+  // reindex, or when the interner has grown well past the node count); the last build's list
+  // itself when no node changed.
   std::shared_ptr<const policy::NodeShapes> buildShapes(bool inPlace);
 
   SnapshotBuilderOptions options_;
@@ -119,6 +120,7 @@ class SnapshotBuilder {
   std::vector<std::size_t> changed_;  // positions in built_ replaced by this build
   policy::NodeShapeInterner shapes_;
   std::vector<std::uint32_t> shapeOf_;  // shape of built_[i], published with each snapshot
+  std::shared_ptr<const policy::NodeShapes> builtShapes_;  // the last published copy of shapeOf_
   std::shared_ptr<const policy::PendingPods> builtPending_;
   std::shared_ptr<const std::vector<std::string>> builtProvisional_;
   policy::SnapshotPtr current_;
