@@ -1,10 +1,57 @@
 // KeepAliveTransport::stream: a watch, read as it arrives on the caller's thread.
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <poll.h>
 
 #include "keepalive_connection.h"
 
 namespace gpufair::k8s::detail {
+namespace {
+
+error_code lastError() {
+  return {errno, boost::system::system_category()};
+}
+
+// Reads what the plain TCP socket `fd` holds into `buffer` (up to kReadChunk bytes) with the
+// socket calls themselves: through the connection's io_context each read cost a speculative recv
+// that found nothing, an epoll_wait and the recv. With `waitFirst` it waits for data (poll) before
+// the recv (the last read took everything there was); without, it tries the recv first (after a
+// batch window, data is likely there). Waits in slices of kPollSlice to see `cancel`. Errors:
+// eof at the end of the stream, beast::error::timeout at `deadline`, kCancelled.
+error_code readPlain(int fd, beast::flat_buffer& buffer, bool waitFirst,
+                     SteadyClock::time_point deadline, const std::atomic<bool>& cancel,
+                     std::size_t& read) {
+  read = 0;
+  bool wait = waitFirst;
+  for (;;) {
+    if (cancel.load()) return kCancelled;
+    if (wait) {
+      const auto now = SteadyClock::now();
+      if (now >= deadline) return beast::error::timeout;
+      const auto slice = std::min(deadline, now + kPollSlice) - now;
+      pollfd one{fd, POLLIN, 0};
+      const int n = ::poll(
+          &one, 1, static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(slice).count()));
+      if (n < 0 && errno != EINTR) return lastError();
+      if (n <= 0) continue;  // the slice passed (or a signal): cancel and deadline again
+    }
+    const auto space = buffer.prepare(kReadChunk);
+    const ssize_t n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
+    if (n > 0) {
+      read = static_cast<std::size_t>(n);
+      buffer.commit(read);
+      return {};
+    }
+    if (n == 0) return asio::error::eof;
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return lastError();
+    wait = true;
+  }
+}
+
+}  // namespace
 
 ApiResponse KeepAliveTransport::stream(const ApiRequest& request, const std::string& authorization,
                                        const LineHandler& onLine, const std::atomic<bool>& cancel) {
@@ -61,6 +108,14 @@ ApiResponse KeepAliveTransport::stream(const ApiRequest& request, const std::str
   // needs more: Beast's async_read_some on the parser took one more trip through the io_context per
   // event (a completion posted when the buffer already held what it parsed).
   beast::flat_buffer& buffer = connection->buffer();
+  const int plainSocket =
+      connection->tls() == nullptr ? connection->tcpStream().socket().native_handle() : -1;
+  const auto window = success ? request.batchWindow : std::chrono::microseconds{0};
+  // Whether the next read waits for the batch window, and until when; whether the last read
+  // filled the buffer (more is waiting: read again at once).
+  bool batching = false;
+  bool filled = false;
+  SteadyClock::time_point lastRead{};
   while (!parser.is_done()) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
@@ -74,19 +129,35 @@ ApiResponse KeepAliveTransport::stream(const ApiRequest& request, const std::str
     if (ec == http::error::need_more) ec = {};
     std::size_t got = chunk.size() - parser.get().body().size;
     if (!ec && got == 0 && !parser.is_done()) {
+      if (batching && !filled) std::this_thread::sleep_until(lastRead + window);
+      const auto started = SteadyClock::now();
       std::size_t read = 0;
-      ec = connection->run(
-          success ? SteadyClock::now() + kStreamIdle : deadline,
-          [&](auto& stream, auto& finish) {
-            stream.async_read_some(buffer.prepare(kReadChunk),
-                                   [&finish, &read](error_code r, std::size_t n) {
-                                     read = n;
-                                     finish(r);
-                                   });
-          },
-          &cancel);
+      const auto readDeadline = success ? SteadyClock::now() + kStreamIdle : deadline;
+      if (plainSocket >= 0) {
+        ec = readPlain(plainSocket, buffer, !batching && !filled, readDeadline, cancel, read);
+      } else {
+        ec = connection->run(
+            readDeadline,
+            [&](auto& stream, auto& finish) {
+              stream.async_read_some(buffer.prepare(kReadChunk),
+                                     [&finish, &read](error_code r, std::size_t n) {
+                                       read = n;
+                                       finish(r);
+                                     });
+            },
+            &cancel);
+        buffer.commit(read);
+      }
       if (ec == kCancelled) return out;
-      buffer.commit(read);
+      if (read > 0 && window.count() > 0) {
+        // Lines keep coming: a read within a window of the one before starts batching, and
+        // batching goes on while the read after each window finds data there at once; a window
+        // that passed with nothing to read ends it (a wait for the window would only delay).
+        const auto now = SteadyClock::now();
+        batching = batching ? now - started < window / 4 : now - lastRead < window;
+        lastRead = now;
+      }
+      filled = read == kReadChunk;
       if (ec == asio::error::eof) {
         // As Beast's read: the end of a body without a length, else a message cut short.
         ec = {};

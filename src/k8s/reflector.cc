@@ -212,6 +212,7 @@ WatchEnd Reflector::State::watch(std::string& rv, std::string& error) {
                      .add("labelSelector", options.labelSelector)
                      .add("fieldSelector", options.fieldSelector)
                      .text();
+  request.batchWindow = options.batchWindow;
   request.onResponse = [this](int status) {
     if (status >= 200 && status < 300) {
       markHealthy();

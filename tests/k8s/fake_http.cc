@@ -1,5 +1,6 @@
 // The HTTP layer of FakeApiServer: a listener thread and one synchronous Beast session thread per
 // connection, plain or TLS. stop() shuts the sockets down (which wakes blocked reads) and joins.
+#include <cstdio>
 #include <list>
 #include <thread>
 #include <utility>  // before Boost.Asio, which uses std::exchange without including it
@@ -90,9 +91,15 @@ class StreamWriter final : public ResponseWriter {
     http::write_header(stream_, serializer, ec);
     return !ec;
   }
+  // The chunk's size line, data and CRLF in one buffer and one write, as Go's net/http flushes
+  // them: a buffer sequence would go out as one TLS record per buffer.
   bool chunk(std::string_view data) override {
+    if (data.empty()) return true;  // an empty chunk would end the body
+    char size[24];
+    const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    framed_.assign(size, static_cast<std::size_t>(n)).append(data).append("\r\n");
     beast::error_code ec;
-    net::write(stream_, http::make_chunk(net::const_buffer(data.data(), data.size())), ec);
+    net::write(stream_, net::buffer(framed_), ec);
     return !ec;
   }
   bool endChunked() override {
@@ -109,6 +116,7 @@ class StreamWriter final : public ResponseWriter {
   Stream& stream_;
   int fd_;
   bool keepAlive_;
+  std::string framed_;  // the chunk being written
 };
 
 ssl::context makeServerContext(bool requireClientCert) {

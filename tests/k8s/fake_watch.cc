@@ -1,4 +1,7 @@
-// WATCH for FakeApiServer: a chunked stream of {"type":...,"object":...} lines.
+// WATCH for FakeApiServer: a chunked stream of {"type":...,"object":...} lines. As kube-apiserver
+// writes them (WatchServer.HandleHTTP: each event encoded into net/http's buffered writer, flushed
+// only once no further event is queued): the events that are there when the stream wakes up leave
+// in one write, as one chunk, not one write per event.
 #include <charconv>
 #include <chrono>
 
@@ -98,10 +101,12 @@ bool serveWatch(FakeApiServer::State& state, const HttpRequest& request, Respons
   auto apiVersion = where->collection.substr(0, where->collection.rfind('/'));  // "/apis/g/v"
   apiVersion = apiVersion.substr(apiVersion.find('/', 1) + 1);                  // "g/v"
   if (!out.beginChunked(200)) return false;
-  for (const auto& line : initial) {
-    if (!out.chunk(line)) return false;
-  }
+  // What one wake-up sends: every event there is, then one flush.
+  std::string batch;
+  for (const auto& line : initial) batch += line;
+  if (!batch.empty() && !out.chunk(batch)) return false;
   for (;;) {
+    batch.clear();
     auto wakeGeneration = state.store.wakeGeneration();
     if (state.stopping || state.dropGeneration != dropGeneration) return false;  // break it
     auto current = state.store.resourceVersion();
@@ -114,7 +119,7 @@ bool serveWatch(FakeApiServer::State& state, const HttpRequest& request, Respons
     for (const auto& event : *events) {
       if (event.rv > current) break;
       auto type = visibleType(event, selector);
-      if (!type.empty() && !out.chunk(eventLine(type, event.object->text))) return false;
+      if (!type.empty()) batch += eventLine(type, event.object->text);
     }
     cursor = std::max(cursor, current);
     auto now = Clock::now();
@@ -123,8 +128,9 @@ bool serveWatch(FakeApiServer::State& state, const HttpRequest& request, Respons
       nlohmann::json object = {{"kind", kind},
                                {"apiVersion", apiVersion},
                                {"metadata", {{"resourceVersion", std::to_string(cursor)}}}};
-      if (!out.chunk(eventLine("BOOKMARK", object.dump()))) return false;
+      batch += eventLine("BOOKMARK", object.dump());
     }
+    if (!batch.empty() && !out.chunk(batch)) return false;
     if (bookmarkNow) {
       bookmarkGeneration = state.bookmarkGeneration;
       if (interval.count() > 0) nextBookmark = now + interval;

@@ -31,6 +31,12 @@ struct ApiRequest {
   // stream() only, optional: called once with the HTTP status when the response headers arrive,
   // before any line (a reflector uses it to know its watch is established).
   std::function<void(int status)> onResponse;
+  // stream() only: while lines keep coming (a read within this long of the one before, then as
+  // long as each window ends with data there), the next read waits until this long after the
+  // last, so that lines arriving close together are read, and handled, together: one wake-up of
+  // the reading thread for several lines instead of one each, for at most this much delay. A line
+  // after a quiet spell is read at once. 0: every read as soon as data arrives.
+  std::chrono::microseconds batchWindow{0};
 };
 
 struct ApiResponse {

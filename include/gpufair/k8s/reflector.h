@@ -67,6 +67,9 @@ struct ReflectorOptions {
   std::chrono::seconds watchTimeout{300};  // timeoutSeconds of each watch (server ends it cleanly)
   std::chrono::milliseconds backoffInitial{800};
   std::chrono::milliseconds backoffMax{30'000};
+  // The watch's ApiRequest::batchWindow: while events keep coming, they are read and handed to
+  // the sink in batches up to this far apart (a quiet stream's event at once).
+  std::chrono::microseconds batchWindow{2'000};
 };
 
 struct ReflectorStats {
