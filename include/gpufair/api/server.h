@@ -79,7 +79,7 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:8888";  // HOST:PORT; port 0 picks a free port (see port())
   TlsOptions tls;
   bool allowInsecureHttp = false;  // serve plain HTTP on a non-loopback address
-  int threads = 2;
+  int threads = 2;                 // serve's --threads defaults to 1 (bench/RESULTS.md, speed-io9)
   std::size_t maxBodyBytes = 64u << 20;
   std::size_t maxHeaderBytes = 16u << 10;
   std::chrono::milliseconds readTimeout{10'000};
