@@ -57,7 +57,7 @@ struct Options {
   // The fake API server answers every write (the Binding, PATCHes) after this long: a real
   // kube-apiserver's etcd write takes ms, the in-process fake's ~0.1 ms.
   int writeLatencyMs = 0;
-  std::string threads = "2";  // gpufair --threads
+  std::string threads = "1";  // gpufair --threads (serve's default)
   std::string logLevel = "info";
   bool quota = false;  // a quota ConfigMap giving the pods' namespace every GPU
   std::string workDir = "/tmp/gpufair-load-driver";

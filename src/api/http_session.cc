@@ -23,6 +23,9 @@ namespace http = boost::beast::http;
 using boost::system::error_code;
 
 constexpr std::size_t kReadChunk = std::size_t{16} * 1024;
+// Plain HTTP reads up to this much per receive: a /filter naming 2,000 nodes is ~28 kB, 5,000
+// nodes ~70 kB; a larger request takes more receives.
+constexpr std::size_t kReadBytes = std::size_t{64} * 1024;
 // A request body's string is kept for the next request up to this capacity (a /filter's body
 // names every feasible node: tens to hundreds of kB at thousands of nodes); a larger one is freed.
 constexpr std::size_t kSpareBodyBytes = std::size_t{1} << 20;
@@ -150,12 +153,11 @@ void HttpSession::waitForRequest() {
   if (stopRequested_ || hub_.stopping) return close();
   if (buffer_.size() > 0) return readRequest();  // a pipelined request is already here
   armTimer(hub_.options.idleTimeout);
-  withStream([this](auto& stream) {
-    stream.async_read_some(buffer_.prepare(kReadChunk),
-                           [self = shared_from_this()](error_code ec, std::size_t bytes) {
-                             self->onFirstBytes(ec, bytes);
-                           });
-  });
+  auto firstBytes = [self = shared_from_this()](error_code ec, std::size_t bytes) {
+    self->onFirstBytes(ec, bytes);
+  };
+  if (tls_) return tls_->async_read_some(buffer_.prepare(kReadChunk), std::move(firstBytes));
+  socket_.async_read_some(buffer_.prepare(kReadBytes), std::move(firstBytes));
 }
 
 void HttpSession::onFirstBytes(error_code ec, std::size_t bytes) {
@@ -179,10 +181,47 @@ void HttpSession::readRequest() {
   parser_->header_limit(
       static_cast<std::uint32_t>(std::min<std::size_t>(hub_.options.maxHeaderBytes, UINT32_MAX)));
   armTimer(hub_.options.readTimeout);
-  withStream([this](auto& stream) {
-    http::async_read(stream, buffer_, *parser_,
-                     [self = shared_from_this()](error_code ec, std::size_t) { self->onRead(ec); });
-  });
+  if (!tls_) {
+    parser_->eager(true);
+    return readPlain();
+  }
+  http::async_read(*tls_, buffer_, *parser_,
+                   [self = shared_from_this()](error_code ec, std::size_t) { self->onRead(ec); });
+}
+
+// As Beast's read: what is buffered first, then one receive of up to kReadBytes at a time.
+void HttpSession::readPlain() {
+  for (;;) {
+    error_code ec;
+    while (buffer_.size() > 0 && !parser_->is_done()) {
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_more) {
+        ec = {};
+        break;
+      }
+      if (ec) return onRead(ec);
+      if (used == 0) break;
+    }
+    if (parser_->is_done()) return onRead({});
+    // The rest: a receive now when it is there, else when the socket is readable (asio tries at
+    // once and waits only when that found nothing).
+    return socket_.async_read_some(
+        buffer_.prepare(kReadBytes),
+        [self = shared_from_this()](error_code ec, std::size_t bytes) { self->onMore(ec, bytes); });
+  }
+}
+
+void HttpSession::onMore(error_code ec, std::size_t bytes) {
+  if (ec == asio::error::eof) {
+    // The peer closed: a request cut short is a partial message, none at all the stream's end.
+    if (!parser_->got_some()) return onRead(http::error::end_of_stream);
+    parser_->put_eof(ec);
+    return onRead(ec ? ec : (parser_->is_done() ? error_code{} : http::error::partial_message));
+  }
+  if (ec) return onRead(ec);  // the read timeout (the timer cancelled the read), or stop()
+  buffer_.commit(bytes);
+  readPlain();
 }
 
 void HttpSession::onRead(error_code ec) {

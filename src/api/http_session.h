@@ -3,7 +3,7 @@
 //   reading (readTimeout) -> handling -> writing (writeTimeout) -> idle again, or closing.
 // Handling: the handler answers through a Reply (RequestHandler::handleAsync), at once on the io
 // thread (most requests) or later from another thread (/bind once its Binding is done): then the
-// answer is posted to the session's strand, and the io thread serves other connections meanwhile.
+// answer is posted to the session's io_context, and its thread serves other connections meanwhile.
 // Nothing is timed while a request is handled (the handler bounds its own waits).
 // One deadline per phase, kept by one timer that is not re-armed per request: arming a phase only
 // moves deadline_, and the timer is moved only when the new deadline is earlier than its expiry
@@ -15,8 +15,15 @@
 // Errors before a request is complete are answered (400, 408, 413, 431) with Connection: close; the
 // connection is then closed gracefully (TLS close_notify; TCP half-close and a brief drain) so the
 // client reads the answer instead of a reset.
-// Thread-safety: every handler of a session runs on its strand; stop() may be called from any
-// thread. SessionHub is thread-safe; it never calls into a session while holding its lock.
+// Reading (plain HTTP): each receive takes up to kReadBytes (64 kB), so a /filter naming thousands
+// of nodes comes in one receive once it is there (it took two or three of 16 kB and Beast's read
+// sizes); the parser gets what is buffered, and only an incomplete request reads again. Waiting
+// for readability first (socket.async_wait) instead of asio's receive tried at once does not pay
+// with this Boost (1.74): its reactor re-arms the descriptor (epoll_ctl) for every such wait, one
+// system call for the receive it saves (bench/RESULTS.md, speed-io9). TLS reads as before.
+// Thread-safety: every handler of a session runs on its io_context, which one thread runs (see
+// ExtenderServer); stop() may be called from any thread. SessionHub is thread-safe; it never calls
+// into a session while holding its lock.
 #pragma once
 
 #include <array>
@@ -36,7 +43,6 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
@@ -79,13 +85,14 @@ struct SessionHub {
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  // The socket and timer name their executor's type (a strand of the server's io_context): behind
-  // asio's type-erased executor a strand is too large for its inline storage, and every copy of it
-  // (one per operation started, per handler's work guard) was a heap allocation.
-  using Executor = boost::asio::strand<boost::asio::io_context::executor_type>;
+  // The socket and timer name their executor's type (one of the server's io_contexts, run by one
+  // thread: no strand is needed); behind asio's type-erased executor every copy of it (one per
+  // operation started, per handler's work guard) was a heap allocation.
+  using Executor = boost::asio::io_context::executor_type;
   using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, Executor>;
 
-  // socket: accepted on a strand, which all of the session's handlers then run on.
+  // socket: accepted onto an io_context run by one thread, which all of the session's handlers
+  // then run on.
   // tls: the TLS context of new connections, or null for plain HTTP; the session keeps it alive
   // (a certificate reload replaces the server's context, not the one a session uses).
   // overloaded: the server is over maxConnections; the request is read and answered 503.
@@ -94,7 +101,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   ~HttpSession();
 
   void start();
-  void stop();         // thread-safe: posts to the strand
+  void stop();         // thread-safe: posts to the session's io_context
   void closeSocket();  // only when no io thread runs
 
  private:
@@ -107,24 +114,19 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   using Timer = boost::asio::basic_waitable_timer<
       std::chrono::steady_clock, boost::asio::wait_traits<std::chrono::steady_clock>, Executor>;
 
-  // Calls f with the stream requests travel on: the TLS stream, or the socket itself.
-  template <typename F>
-  void withStream(F&& f) {
-    if (tls_) {
-      f(*tls_);
-    } else {
-      f(socket_);
-    }
-  }
   // With allowed client names: refuses a client certificate none of whose names is allowed.
   bool verifyClientName(bool preverified, boost::asio::ssl::verify_context& context);
   void onHandshake(boost::system::error_code ec);
   void waitForRequest();
   void onFirstBytes(boost::system::error_code ec, std::size_t bytes);
   void readRequest();
+  // Plain HTTP: parses what is buffered and receives more while the request is incomplete; ends
+  // in onRead().
+  void readPlain();
+  void onMore(boost::system::error_code ec, std::size_t bytes);
   void onRead(boost::system::error_code ec);
   void handleRequest();
-  // The handler's answer, from any thread: sent on the strand.
+  // The handler's answer, from any thread: sent on the session's io_context.
   void onReply(Response response);
   void answer(Response response);
   void sendError(int status, std::string_view message);

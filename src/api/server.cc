@@ -6,12 +6,12 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <spdlog/spdlog.h>
 
 #include "gpufair/common/thread_name.h"
@@ -80,19 +80,23 @@ Result<ListenAddress> parseListenAddress(std::string_view text) {
   return address;
 }
 
-// Member order matters: the hub outlives the io_context, whose destruction releases the last
-// sessions, and the sessions unregister from the hub. The acceptor and its retry timer live on
-// one strand, so stop()'s close never races an accept completion.
+// One io_context per io thread, each run by that thread alone: a connection is accepted onto the
+// contexts in turn, and everything of it (its reads, the handler, its answer, the Binding it sends
+// through the binder's sender of the same context) runs on that one thread, with no hand-off to
+// another thread and no strand (a context with one thread runs its handlers one at a time).
+// Member order matters: the hub outlives the io_contexts, whose destruction releases the last
+// sessions, and the sessions unregister from the hub. The acceptor, its retry timer and the TLS
+// reload timer live on the first context (one thread), so stop()'s close, posted there, never
+// races an accept completion.
 class ExtenderServer::Impl {
  public:
   Impl(RequestHandler& handler, ServerOptions options)
       : options_(std::move(options)),
         hub_(handler, options_, stats_),
-        ioc_(std::max(1, options_.threads)),
-        acceptStrand_(asio::make_strand(ioc_)),
-        acceptor_(acceptStrand_),
-        retryTimer_(acceptStrand_),
-        reloadTimer_(acceptStrand_) {}
+        contexts_(makeContexts(std::max(1, options_.threads))),
+        acceptor_(*contexts_.front()),
+        retryTimer_(*contexts_.front()),
+        reloadTimer_(*contexts_.front()) {}
 
   Status start() {
     if (started_) return Status::error("server already started");
@@ -100,7 +104,7 @@ class ExtenderServer::Impl {
     auto address = parseListenAddress(options_.listen);
     if (!address) return Status::error(address.error());
     error_code ec;
-    tcp::resolver resolver(ioc_);
+    tcp::resolver resolver(*contexts_.front());
     auto endpoints =
         resolver.resolve(address->host, std::to_string(address->port), tcp::resolver::passive, ec);
     if (ec || endpoints.empty()) {
@@ -133,11 +137,13 @@ class ExtenderServer::Impl {
     started_ = true;
     accept();
     watchTlsFiles();
-    threads_.reserve(static_cast<std::size_t>(options_.threads));
-    for (int i = 0; i < options_.threads; ++i) {
-      threads_.emplace_back([this] {
+    threads_.reserve(contexts_.size());
+    for (auto& context : contexts_) {
+      // A context without connections yet has no work: the guard keeps its thread in run().
+      guards_.emplace_back(context->get_executor());
+      threads_.emplace_back([&context = *context] {
         nameThisThread("gpufair-io");
-        ioc_.run();
+        context.run();
       });
     }
     spdlog::info("extender listening on {}:{} ({}) with {} io threads", address->host, port_.load(),
@@ -151,13 +157,17 @@ class ExtenderServer::Impl {
   }
 
   TlsState tlsState() const { return tls_ ? tls_->state() : TlsState{}; }
-  asio::io_context& context() { return ioc_; }
+  std::vector<asio::io_context*> contexts() {
+    std::vector<asio::io_context*> out;
+    for (auto& context : contexts_) out.push_back(context.get());
+    return out;
+  }
 
   void stop() {
     if (!started_ || stopped_) return;
     stopped_ = true;
     hub_.stopping = true;
-    asio::post(acceptStrand_, [this] {
+    asio::post(*contexts_.front(), [this] {
       error_code ignored;
       acceptor_.close(ignored);
       retryTimer_.cancel();
@@ -168,7 +178,7 @@ class ExtenderServer::Impl {
       spdlog::warn("stopping with {} of {} connections still busy after {} ms", hub_.open(), open,
                    options_.drainTimeout.count());
     }
-    ioc_.stop();
+    for (auto& context : contexts_) context->stop();
     for (auto& thread : threads_) thread.join();
     threads_.clear();
     hub_.closeAll();
@@ -180,6 +190,13 @@ class ExtenderServer::Impl {
   const ServerStats& stats() const { return stats_; }
 
  private:
+  using Contexts = std::vector<std::unique_ptr<asio::io_context>>;
+  static Contexts makeContexts(int count) {
+    Contexts contexts;
+    for (int i = 0; i < count; ++i) contexts.push_back(std::make_unique<asio::io_context>(1));
+    return contexts;
+  }
+
   Status listenError(const char* what, const error_code& ec) {
     error_code ignored;
     acceptor_.close(ignored);
@@ -205,7 +222,7 @@ class ExtenderServer::Impl {
     return text;
   }
 
-  // Every reloadPeriod: the TLS files again (on the acceptor's strand, so stop() cancels it).
+  // Every reloadPeriod: the TLS files again (on the acceptor's context, so stop() cancels it).
   void watchTlsFiles() {
     if (!tls_ || options_.tls.reloadPeriod.count() == 0) return;
     reloadTimer_.expires_after(options_.tls.reloadPeriod);
@@ -217,8 +234,10 @@ class ExtenderServer::Impl {
   }
 
   void accept() {
-    acceptor_.async_accept(asio::make_strand(ioc_), [this](error_code ec,
-                                                           detail::HttpSession::Socket socket) {
+    // The next connection goes to the next context in turn.
+    asio::io_context& target = *contexts_[nextContext_++ % contexts_.size()];
+    acceptor_.async_accept(target.get_executor(), [this](error_code ec,
+                                                         detail::HttpSession::Socket socket) {
       if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
       if (ec) {
         // Out of file descriptors and the like: back off instead of spinning.
@@ -256,8 +275,9 @@ class ExtenderServer::Impl {
   ServerStats stats_;
   detail::SessionHub hub_;
   std::unique_ptr<detail::TlsContextStore> tls_;  // null: plain HTTP
-  asio::io_context ioc_;
-  asio::strand<asio::io_context::executor_type> acceptStrand_;
+  Contexts contexts_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::size_t nextContext_ = 0;  // on the first context's thread
   tcp::acceptor acceptor_;
   asio::steady_timer retryTimer_;
   asio::steady_timer reloadTimer_;
@@ -295,8 +315,8 @@ Status ExtenderServer::reloadTls() {
 TlsState ExtenderServer::tlsState() const {
   return impl_->tlsState();
 }
-boost::asio::io_context& ExtenderServer::context() {
-  return impl_->context();
+std::vector<boost::asio::io_context*> ExtenderServer::contexts() {
+  return impl_->contexts();
 }
 
 }  // namespace gpufair::api

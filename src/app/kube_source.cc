@@ -113,9 +113,9 @@ KubeSource::KubeSource(const KubeSettings& settings, state::Mirror& mirror, Cloc
   add("quota ConfigMaps", quotaWatcher_->reflectorOptions(), *quotaWatcher_);
 }
 
-void KubeSource::bindOn(boost::asio::io_context& context) {
+void KubeSource::bindOn(const std::vector<boost::asio::io_context*>& contexts) {
   if (!settings_.bindAsync) return;
-  if (!binder_.bindOn(context)) {
+  if (!binder_.bindOn(contexts)) {
     spdlog::warn("the API client cannot send asynchronously: Bindings go on bind threads");
   }
 }

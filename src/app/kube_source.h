@@ -65,9 +65,9 @@ class KubeSource final {
   // The ports for the webhooks: POST a Binding (the watch confirms it); Events on the pod.
   state::Binder& binder() { return binder_; }
   state::DecisionObserver& decisions() { return decisions_; }
-  // With --bind-mode=async: the Bindings are sent on `context`'s threads (the webhook server's),
-  // which must outlive stop(). Call before the server starts.
-  void bindOn(boost::asio::io_context& context);
+  // With --bind-mode=async: the Bindings are sent on the contexts' threads (the webhook server's,
+  // each /bind's on its own session's), which must outlive stop(). Call before the server starts.
+  void bindOn(const std::vector<boost::asio::io_context*>& contexts);
 
  private:
   KubeSource(const KubeSettings& settings, state::Mirror& mirror, ClockPtr clock,

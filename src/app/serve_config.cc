@@ -70,7 +70,7 @@ std::vector<FlagSpec> ownFlags() {
        "kube-scheduler skips scoring and /prioritize, but its own soft preferences no longer "
        "weigh in), all (kube-scheduler scores them) or top-N",
        api::kDefaultFilterMode},
-      {"threads", "HTTP io threads", "2"},
+      {"threads", "HTTP io threads, each with an event loop of its own", "1"},
       {"max-body-bytes", "largest request body accepted (413 beyond)", std::to_string(64u << 20)},
       {"max-header-bytes", "largest request header accepted (431 beyond)",
        std::to_string(16u << 10)},

@@ -136,8 +136,8 @@ class ServeRun {
     service_->setRequestObserver(requestObserver_.get());
     server_ = std::make_unique<api::ExtenderServer>(*service_, config_.server);
     // The server stops (its io threads joined) before kube_ does, and kube_->stop() closes the
-    // Bindings' connections on its io_context before the server is destroyed.
-    if (kube) kube->bindOn(server_->context());
+    // Bindings' connections on its io_contexts before the server is destroyed.
+    if (kube) kube->bindOn(server_->contexts());
     metrics_->setWebhookEvents([server = server_.get()] { return webhookEvents(server->stats()); });
     if (config_.server.tls.enabled()) {
       metrics_->setTlsStatus([server = server_.get()] { return tlsStatus(server->tlsState()); });

@@ -1,9 +1,14 @@
 // KubeBinder's asynchronous binds: the gpu-index PATCH and the Binding sent on the webhook
-// server's io_context (KubeClient::asyncSender), their outcome given to done() on its threads.
+// server's io_contexts (KubeClient::asyncSender, one sender per context), their outcome given to
+// done() on its threads. A bind called on a thread running one of the contexts is sent on that
+// context (the session's own: no hand-off to another thread); from any other thread, on the
+// contexts in turn.
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <unordered_map>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <spdlog/spdlog.h>
@@ -28,14 +33,30 @@ struct KubeBinder::AsyncBinds : std::enable_shared_from_this<AsyncBinds> {
   };
   using JobPtr = std::shared_ptr<const Job>;
 
-  AsyncSenderPtr sender;
-  boost::asio::io_context* context = nullptr;
+  struct Lane {
+    boost::asio::io_context* context = nullptr;
+    AsyncSenderPtr sender;
+  };
+  std::vector<Lane> lanes;  // set by bindOn(), then read only
+  std::atomic<std::size_t> nextLane{0};
   std::mutex mu;
   std::condition_variable finished;                             // a bind left inFlight
   KubeBinder* owner = nullptr;                                  // null once stopped; GUARDED_BY(mu)
   std::unordered_map<std::uint64_t, state::BindDone> inFlight;  // GUARDED_BY(mu)
   std::uint64_t next = 0;                                       // GUARDED_BY(mu)
   std::size_t completing = 0;  // done() under way on an io thread; GUARDED_BY(mu)
+
+  // The sender of the context running on this thread, else the next one in turn.
+  AsyncSender& senderHere() {
+    for (const Lane& lane : lanes) {
+      if (lane.context->get_executor().running_in_this_thread()) return *lane.sender;
+    }
+    return *lanes[nextLane.fetch_add(1, std::memory_order_relaxed) % lanes.size()].sender;
+  }
+  bool anyStopped() const {
+    return std::any_of(lanes.begin(), lanes.end(),
+                       [](const Lane& lane) { return lane.context->stopped(); });
+  }
 
   void annotateThenBind(JobPtr job) {
     const policy::Pod& pod = job->pod;
@@ -44,21 +65,21 @@ struct KubeBinder::AsyncBinds : std::enable_shared_from_this<AsyncBinds> {
     ApiRequest patch = detail::metadataPatchRequest(
         pod.ns, pod.name, "annotations", {{kGpuIndexAnnotation, std::to_string(pod.gpuIndex)}}, {},
         preconditionUid(pod), job->timeout);
-    sender->send(std::move(patch),
-                 [self = shared_from_this(), job = std::move(job)](ApiResponse response) mutable {
-                   Status annotated = detail::metadataPatchOutcome(
-                       job->pod.ns, job->pod.name, "annotations", response, nullptr);
-                   if (!annotated.isOk()) return self->finish(*job, std::move(annotated));
-                   self->bind(std::move(job));
-                 });
+    senderHere().send(std::move(patch), [self = shared_from_this(),
+                                         job = std::move(job)](ApiResponse response) mutable {
+      Status annotated = detail::metadataPatchOutcome(job->pod.ns, job->pod.name, "annotations",
+                                                      response, nullptr);
+      if (!annotated.isOk()) return self->finish(*job, std::move(annotated));
+      self->bind(std::move(job));
+    });
   }
 
   void bind(JobPtr job) {
     const policy::Pod& pod = job->pod;
     ApiRequest binding =
         detail::bindingRequest(pod.ns, pod.name, preconditionUid(pod), job->node, job->timeout);
-    sender->send(std::move(binding), [self = shared_from_this(),
-                                      job = std::move(job)](ApiResponse response) {
+    senderHere().send(std::move(binding), [self = shared_from_this(),
+                                           job = std::move(job)](ApiResponse response) {
       self->finish(*job, detail::bindingOutcome(job->pod.ns, job->pod.name, job->node, response));
     });
   }
@@ -94,11 +115,17 @@ struct KubeBinder::AsyncBinds : std::enable_shared_from_this<AsyncBinds> {
 };
 
 bool KubeBinder::bindOn(boost::asio::io_context& context) {
-  AsyncSenderPtr sender = client_->asyncSender(context);
-  if (!sender) return false;
+  return bindOn(std::vector<boost::asio::io_context*>{&context});
+}
+
+bool KubeBinder::bindOn(const std::vector<boost::asio::io_context*>& contexts) {
+  if (contexts.empty()) return false;
   auto async = std::make_shared<AsyncBinds>();
-  async->sender = std::move(sender);
-  async->context = &context;
+  for (boost::asio::io_context* context : contexts) {
+    AsyncSenderPtr sender = client_->asyncSender(*context);
+    if (!sender) return false;
+    async->lanes.push_back({context, std::move(sender)});
+  }
   async->owner = this;
   async_ = std::move(async);
   return true;
@@ -134,11 +161,11 @@ void KubeBinder::stopAsync() {
   {
     std::unique_lock lock(async.mu);
     if (async.owner == nullptr) return;  // stopped before
-    // A PATCH and a Binding, each within the request timeout, while the io_context still runs.
+    // A PATCH and a Binding, each within the request timeout, while the io_contexts still run.
     const auto deadline =
         std::chrono::steady_clock::now() +
         2 * std::max<std::chrono::milliseconds>(options_.requestTimeout, std::chrono::seconds(1));
-    while (!async.inFlight.empty() && !async.context->stopped() &&
+    while (!async.inFlight.empty() && !async.anyStopped() &&
            std::chrono::steady_clock::now() < deadline) {
       async.finished.wait_for(lock, std::chrono::milliseconds(100));
     }
@@ -146,7 +173,7 @@ void KubeBinder::stopAsync() {
     async.owner = nullptr;
     async.finished.wait(lock, [&async] { return async.completing == 0; });
   }
-  async.sender->close();
+  for (const AsyncBinds::Lane& lane : async.lanes) lane.sender->close();
   for (auto& [id, done] : unfinished) {
     try {
       done(Status::error("gpufair is stopping: the Binding's outcome did not come in time"));

@@ -11,6 +11,12 @@ namespace gpufair::k8s::detail {
 
 using Strand = asio::strand<asio::io_context::executor_type>;
 
+// A connection given back this recently is taken again without the peek (a system call per
+// request): an API server closes an idle keep-alive connection after tens of seconds, not within
+// one; the rare one closed meanwhile fails before any byte of the answer and the request is sent
+// once more on a new connection (Exchange::failed).
+constexpr std::chrono::milliseconds kTrustedIdle{1'000};
+
 class AsyncKeepAlive::Connection {
  public:
   Connection(asio::io_context& context, std::unique_ptr<ssl::context> tlsContext)
@@ -35,7 +41,10 @@ class AsyncKeepAlive::Connection {
       f(*plain_);
     }
   }
-  bool stillOpen() { return quietWhileIdle(tcpStream().socket().native_handle()); }
+  bool stillOpen() {
+    if (SteadyClock::now() - idleSince < kTrustedIdle) return true;
+    return quietWhileIdle(tcpStream().socket().native_handle());
+  }
 
  private:
   Strand strand_;  // first: what follows runs its handlers on it
@@ -48,6 +57,7 @@ class AsyncKeepAlive::Connection {
   std::uint64_t generation = 0;
   bool expired = false;  // the timer closed the connection
   bool reused = false;
+  SteadyClock::time_point idleSince;  // when it was last given back to the pool
   beast::flat_buffer buffer;
   std::optional<tcp::resolver> resolver;  // while a host name is looked up
 
@@ -257,6 +267,7 @@ AsyncKeepAlive::ConnectionPtr AsyncKeepAlive::create(std::string& error) {
 
 void AsyncKeepAlive::giveBack(ConnectionPtr connection) {
   connection->reused = true;
+  connection->idleSince = SteadyClock::now();
   std::lock_guard lock(mu_);
   if (!closed_ && idle_.size() < kMaxIdle) idle_.push_back(std::move(connection));
 }

@@ -5,7 +5,8 @@
 // wake and context switches per /bind; bench/RESULTS.md, issue 15).
 //   - Connections are kept alive and pooled (apart from the synchronous pool: their sockets belong
 //     to this io_context), each with a strand of its own that its handlers and its timer run on.
-//   - A pooled connection the server closed meanwhile is noticed before use (peek); a request that
+//   - A pooled connection idle for over a second that the server closed meanwhile is noticed
+//     before use (peek; one given back within the second is taken without it); a request that
 //     fails on a reused connection before any byte of the answer is sent once more on a new one.
 //   - TLS as KeepAliveTransport (the same context set-up, server name verification and SNI).
 //   - The request's timeout bounds the whole exchange (connect, handshake, write, read): a timer on

@@ -151,6 +151,12 @@ class HttpClient {
     return reply;
   }
 
+  // Ends what the client sends (TCP half-close); it can still read.
+  void shutdownSend() {
+    boost::system::error_code ignored;
+    socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+  }
+
   // True when the server closes the connection (EOF or reset) within `timeout`.
   bool closedByServer(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
     char byte;

@@ -49,7 +49,7 @@ TEST(ServeConfigTest, DefaultsServeTheApiServerWithTheDocumentedSettings) {
   EXPECT_EQ(c.server.listen, "127.0.0.1:8888");
   EXPECT_FALSE(c.server.tls.enabled());
   EXPECT_FALSE(c.server.allowInsecureHttp);
-  EXPECT_EQ(c.server.threads, 2);
+  EXPECT_EQ(c.server.threads, 1);
   EXPECT_EQ(c.server.maxBodyBytes, 64u << 20);
   EXPECT_EQ(c.server.maxHeaderBytes, 16u << 10);
   EXPECT_EQ(c.server.readTimeout, 10s);

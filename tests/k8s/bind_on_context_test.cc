@@ -22,6 +22,7 @@
 
 #include "k8s/fake_apiserver.h"
 #include "k8s/fake_client.h"
+#include "k8s/io_threads.h"
 #include "testing/builders.h"
 
 // Designated initializers leave the other members at their defaults on purpose.
@@ -34,45 +35,9 @@ using gpufair::testing::MakePod;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
-
-struct Outcome {
-  Status status;
-  std::thread::id thread;
-};
-
-std::pair<state::BindDone, std::future<Outcome>> outcome() {
-  auto promise = std::make_shared<std::promise<Outcome>>();
-  std::future<Outcome> future = promise->get_future();
-  return {[promise](Status status) {
-            promise->set_value({std::move(status), std::this_thread::get_id()});
-          },
-          std::move(future)};
-}
-
-// An io_context run by `threads` threads until stop() (as the webhook server's).
-class IoThreads {
- public:
-  explicit IoThreads(int threads) : context_(threads), guard_(asio::make_work_guard(context_)) {
-    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { context_.run(); });
-    for (const auto& thread : threads_) ids_.insert(thread.get_id());
-  }
-  ~IoThreads() { stop(); }
-  void stop() {
-    guard_.reset();
-    context_.stop();
-    for (auto& thread : threads_) {
-      if (thread.joinable()) thread.join();
-    }
-  }
-  asio::io_context& context() { return context_; }
-  bool runs(std::thread::id id) const { return ids_.count(id) != 0; }
-
- private:
-  asio::io_context context_;
-  asio::executor_work_guard<asio::io_context::executor_type> guard_;
-  std::vector<std::thread> threads_;
-  std::set<std::thread::id> ids_;
-};
+using testsupport::IoThreads;
+using testsupport::Outcome;
+using testsupport::outcome;
 
 class BindOnContextTest : public ::testing::Test {
  protected:

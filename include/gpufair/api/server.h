@@ -1,5 +1,6 @@
 // ExtenderServer: the HTTP/1.1 transport of the webhooks (Boost.Beast, asynchronous, keep-alive) on
-// `threads` io threads, over TLS when `tls` names a certificate and key (optionally requiring a
+// `threads` io threads (one io_context each; connections spread over them in turn), over TLS when
+// `tls` names a certificate and key (optionally requiring a
 // client certificate signed by `tls.clientCaFile`, as kube-scheduler presents with its
 // extender tlsConfig). Plain HTTP is refused on any address but loopback unless
 // allowInsecureHttp is set. Each request is read under limits and handed to a RequestHandler;
@@ -78,7 +79,7 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:8888";  // HOST:PORT; port 0 picks a free port (see port())
   TlsOptions tls;
   bool allowInsecureHttp = false;  // serve plain HTTP on a non-loopback address
-  int threads = 2;
+  int threads = 2;                 // serve's --threads defaults to 1 (bench/RESULTS.md, speed-io9)
   std::size_t maxBodyBytes = 64u << 20;
   std::size_t maxHeaderBytes = 16u << 10;
   std::chrono::milliseconds readTimeout{10'000};
@@ -135,10 +136,10 @@ class ExtenderServer {
   Status reloadTls();
   // Thread-safe.
   TlsState tlsState() const;
-  // The io_context the io threads run (from start() until stop()), for work that should run on
-  // them too: the Binding's asynchronous exchange (k8s::KubeBinder::bindOn). It is destroyed with
-  // the server.
-  boost::asio::io_context& context();
+  // The io_contexts the io threads run, one per thread (from start() until stop()), for work that
+  // should run on them too: the Binding's asynchronous exchange (k8s::KubeBinder::bindOn, one
+  // sender per context; a /bind sends on its own connection's context). Destroyed with the server.
+  std::vector<boost::asio::io_context*> contexts();
 
  private:
   class Impl;

@@ -15,12 +15,13 @@
 //
 // bindAsync() (what /bind calls) lets no io thread wait for the API server's answer (ms: an etcd
 // write), in one of two ways:
-//   - after bindOn(context) (the webhook server's io_context): the gpu-index PATCH and the Binding
-//     are sent asynchronously on that context's threads (KubeClient::asyncSender); done() runs on
-//     one of them when the Binding's outcome is known. No thread, no hand-off. stop() waits (up to
-//     twice the request timeout, and only while the context runs) for the binds in flight, fails
-//     those still unfinished, and closes the sender's connections: the context must outlive
-//     stop(). bind() itself stays synchronous.
+//   - after bindOn(contexts) (the webhook server's io_contexts, one per io thread): the gpu-index
+//     PATCH and the Binding are sent asynchronously (KubeClient::asyncSender, one sender per
+//     context) on the context whose thread calls bindAsync() (the /bind's own session's; from
+//     another thread, on the contexts in turn); done() runs there when the Binding's outcome is
+//     known. No thread, no hand-off. stop() waits (up to twice the request timeout, and only
+//     while every context runs) for the binds in flight, fails those still unfinished, and closes
+//     the senders' connections: the contexts must outlive stop(). bind() itself stays synchronous.
 //   - otherwise, on one of up to `bindThreads` bind threads, as kube-scheduler's binding
 //     goroutines do: a thread is started when a bind is queued and none is idle, and stays for the
 //     next ones; each takes a pooled keep-alive connection of the client. done() runs on that
@@ -72,8 +73,10 @@ class KubeBinder final : public state::Binder {
   // over-quota label when `overQuota`. A bind error is Status::error with the API server's
   // message; a label error is not an error of bind().
   Status bind(const policy::Pod& pod, std::string_view node, bool overQuota) override;
-  // Binds asynchronously on `context`'s threads from now on, when the client can (see above).
-  // Call before the first bindAsync(). False when the client cannot: bind threads then.
+  // Binds asynchronously on the contexts' threads from now on, when the client can (see above).
+  // Call before the first bindAsync(). False when the client cannot (or no context is given):
+  // bind threads then.
+  bool bindOn(const std::vector<boost::asio::io_context*>& contexts);
   bool bindOn(boost::asio::io_context& context);
   // bind() asynchronously or on a bind thread (see above); done gets its outcome there.
   void bindAsync(const policy::Pod& pod, std::string_view node, bool overQuota,
