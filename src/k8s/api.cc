@@ -124,11 +124,26 @@ bool plainJson(std::string_view text) {
 }  // namespace
 
 std::string bindingBody(std::string_view ns, std::string_view name, std::string_view uid,
-                        std::string_view node) {
-  if (plainJson(ns) && plainJson(name) && plainJson(uid) && plainJson(node)) {
+                        std::string_view node,
+                        const std::map<std::string, std::string>& annotations) {
+  const bool plainAnnotations = std::all_of(
+      annotations.begin(), annotations.end(),
+      [](const auto& entry) { return plainJson(entry.first) && plainJson(entry.second); });
+  if (plainAnnotations && plainJson(ns) && plainJson(name) && plainJson(uid) && plainJson(node)) {
     std::string body;
     body.reserve(128 + ns.size() + name.size() + uid.size() + node.size());
-    body.append(R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":")").append(name);
+    body.append(R"({"apiVersion":"v1","kind":"Binding","metadata":{)");
+    if (!annotations.empty()) {
+      // std::map's order is the byte order nlohmann::json sorts an object's keys in.
+      body.append(R"("annotations":{)");
+      const char* comma = "";
+      for (const auto& [key, value] : annotations) {
+        body.append(comma).append("\"").append(key).append(R"(":")").append(value).append("\"");
+        comma = ",";
+      }
+      body.append("},");
+    }
+    body.append(R"("name":")").append(name);
     body.append(R"(","namespace":")").append(ns);
     if (!uid.empty()) body.append(R"(","uid":")").append(uid);
     body.append(R"("},"target":{"apiVersion":"v1","kind":"Node","name":")").append(node);
@@ -137,6 +152,7 @@ std::string bindingBody(std::string_view ns, std::string_view name, std::string_
   }
   json metadata = {{"name", name}, {"namespace", ns}};
   if (!uid.empty()) metadata["uid"] = uid;
+  if (!annotations.empty()) metadata["annotations"] = annotations;
   json binding = {{"apiVersion", "v1"},
                   {"kind", "Binding"},
                   {"metadata", std::move(metadata)},
@@ -147,11 +163,12 @@ std::string bindingBody(std::string_view ns, std::string_view name, std::string_
 }  // namespace detail
 
 ApiRequest detail::bindingRequest(std::string_view ns, std::string_view name, std::string_view uid,
-                                  std::string_view node, std::chrono::milliseconds timeout) {
+                                  std::string_view node, std::chrono::milliseconds timeout,
+                                  const std::map<std::string, std::string>& annotations) {
   ApiRequest request;
   request.method = "POST";
   request.path = detail::podPath(ns, name) + "/binding";
-  request.body = detail::bindingBody(ns, name, uid, node);
+  request.body = detail::bindingBody(ns, name, uid, node, annotations);
   request.timeout = timeout;
   return request;
 }
@@ -164,9 +181,11 @@ Status detail::bindingOutcome(std::string_view ns, std::string_view name, std::s
 }
 
 Status bindPod(KubeClient& client, std::string_view ns, std::string_view name, std::string_view uid,
-               std::string_view node, std::chrono::milliseconds timeout) {
-  return detail::bindingOutcome(ns, name, node,
-                                client.send(detail::bindingRequest(ns, name, uid, node, timeout)));
+               std::string_view node, std::chrono::milliseconds timeout,
+               const std::map<std::string, std::string>& annotations) {
+  return detail::bindingOutcome(
+      ns, name, node,
+      client.send(detail::bindingRequest(ns, name, uid, node, timeout, annotations)));
 }
 
 Status patchPodLabels(KubeClient& client, std::string_view ns, std::string_view name,

@@ -19,11 +19,13 @@ namespace gpufair::k8s::detail {
 std::string stringField(const nlohmann::json& object, const char* key);
 // Compact JSON text; never throws.
 std::string dumpJson(const nlohmann::json& value);
-// The Binding of pod ns/name (with its uid as a precondition when not empty) to the node, as
-// dumpJson writes it; written directly when no field needs escaping (the per-bind JSON tree and
-// its dump cost ~1% of the CPU per pod).
+// The Binding of pod ns/name (with its uid as a precondition when not empty) to the node, with
+// annotations kube-apiserver merges into the pod's as it binds, as dumpJson writes it; written
+// directly when no field needs escaping (the per-bind JSON tree and its dump cost ~1% of the CPU
+// per pod).
 std::string bindingBody(std::string_view ns, std::string_view name, std::string_view uid,
-                        std::string_view node);
+                        std::string_view node,
+                        const std::map<std::string, std::string>& annotations = {});
 // "/api/v1/namespaces/{ns}/pods/{name}", escaped.
 std::string podPath(std::string_view ns, std::string_view name);
 // Cuts `text` to at most `limit` bytes without splitting a UTF-8 sequence.
@@ -48,7 +50,8 @@ Status patchPodMetadata(KubeClient& client, std::string_view ns, std::string_vie
 // the pod and the API server's message; `error` gets the answer's details when not null): apart,
 // for the Binding sent asynchronously (binder_async.cc).
 ApiRequest bindingRequest(std::string_view ns, std::string_view name, std::string_view uid,
-                          std::string_view node, std::chrono::milliseconds timeout);
+                          std::string_view node, std::chrono::milliseconds timeout,
+                          const std::map<std::string, std::string>& annotations = {});
 Status bindingOutcome(std::string_view ns, std::string_view name, std::string_view node,
                       const ApiResponse& response);
 ApiRequest metadataPatchRequest(std::string_view ns, std::string_view name, std::string_view field,

@@ -75,20 +75,14 @@ std::string_view KubeBinder::preconditionUid(const policy::Pod& pod) {
   return pod.uid.find('/') == std::string::npos ? std::string_view(pod.uid) : std::string_view();
 }
 
+std::map<std::string, std::string> KubeBinder::bindingAnnotations(const policy::Pod& pod) {
+  if (!pod.isFractional() || pod.gpuIndex < 0) return {};
+  return {{kGpuIndexAnnotation, std::to_string(pod.gpuIndex)}};
+}
+
 Status KubeBinder::bind(const policy::Pod& pod, std::string_view node, bool overQuota) {
-  if (pod.isFractional() && pod.gpuIndex >= 0) {
-    // Before the Binding: once bound, the kubelet may start the pod, and a sharing-capable device
-    // plugin or runtime reads the GPU it was given from this annotation.
-    Status annotated = patchPodAnnotations(*client_, pod.ns, pod.name,
-                                           {{kGpuIndexAnnotation, std::to_string(pod.gpuIndex)}},
-                                           preconditionUid(pod), options_.requestTimeout);
-    if (!annotated.isOk()) {
-      spdlog::warn("{}", annotated.reason());
-      return annotated;
-    }
-  }
-  Status status =
-      bindPod(*client_, pod.ns, pod.name, preconditionUid(pod), node, options_.requestTimeout);
+  Status status = bindPod(*client_, pod.ns, pod.name, preconditionUid(pod), node,
+                          options_.requestTimeout, bindingAnnotations(pod));
   if (!status.isOk()) {
     spdlog::warn("{}", status.reason());
     return status;

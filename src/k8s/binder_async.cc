@@ -1,7 +1,7 @@
-// KubeBinder's asynchronous binds: the gpu-index PATCH and the Binding sent on the webhook
-// server's io_contexts (KubeClient::asyncSender, one sender per context), their outcome given to
-// done() on its threads. A bind called on a thread running one of the contexts is sent on that
-// context (the session's own: no hand-off to another thread); from any other thread, on the
+// KubeBinder's asynchronous binds: the Binding (with a fractional pod's gpu-index) sent on the
+// webhook server's io_contexts (KubeClient::asyncSender, one sender per context), their outcome
+// given to done() on its threads. A bind called on a thread running one of the contexts is sent on
+// that context (the session's own: no hand-off to another thread); from any other thread, on the
 // contexts in turn.
 #include <algorithm>
 #include <atomic>
@@ -13,7 +13,6 @@
 #include <boost/asio/io_context.hpp>
 #include <spdlog/spdlog.h>
 
-#include "gpufair/common/labels.h"
 #include "gpufair/k8s/binder.h"
 
 #include "api_support.h"
@@ -58,26 +57,10 @@ struct KubeBinder::AsyncBinds : std::enable_shared_from_this<AsyncBinds> {
                        [](const Lane& lane) { return lane.context->stopped(); });
   }
 
-  void annotateThenBind(JobPtr job) {
-    const policy::Pod& pod = job->pod;
-    // Before the Binding: once bound, the kubelet may start the pod, and a sharing-capable device
-    // plugin or runtime reads the GPU it was given from this annotation.
-    ApiRequest patch = detail::metadataPatchRequest(
-        pod.ns, pod.name, "annotations", {{kGpuIndexAnnotation, std::to_string(pod.gpuIndex)}}, {},
-        preconditionUid(pod), job->timeout);
-    senderHere().send(std::move(patch), [self = shared_from_this(),
-                                         job = std::move(job)](ApiResponse response) mutable {
-      Status annotated = detail::metadataPatchOutcome(job->pod.ns, job->pod.name, "annotations",
-                                                      response, nullptr);
-      if (!annotated.isOk()) return self->finish(*job, std::move(annotated));
-      self->bind(std::move(job));
-    });
-  }
-
   void bind(JobPtr job) {
     const policy::Pod& pod = job->pod;
-    ApiRequest binding =
-        detail::bindingRequest(pod.ns, pod.name, preconditionUid(pod), job->node, job->timeout);
+    ApiRequest binding = detail::bindingRequest(pod.ns, pod.name, preconditionUid(pod), job->node,
+                                                job->timeout, bindingAnnotations(pod));
     senderHere().send(std::move(binding), [self = shared_from_this(),
                                            job = std::move(job)](ApiResponse response) {
       self->finish(*job, detail::bindingOutcome(job->pod.ns, job->pod.name, job->node, response));
@@ -146,11 +129,7 @@ bool KubeBinder::bindOverSender(const policy::Pod& pod, std::string_view node, b
   job->node = node;
   job->overQuota = overQuota;
   job->timeout = options_.requestTimeout;
-  if (pod.isFractional() && pod.gpuIndex >= 0) {
-    async.annotateThenBind(std::move(job));
-  } else {
-    async.bind(std::move(job));
-  }
+  async.bind(std::move(job));
   return true;
 }
 
@@ -161,7 +140,8 @@ void KubeBinder::stopAsync() {
   {
     std::unique_lock lock(async.mu);
     if (async.owner == nullptr) return;  // stopped before
-    // A PATCH and a Binding, each within the request timeout, while the io_contexts still run.
+    // The Binding (and a retry on a fresh connection) within the request timeout, while the
+    // io_contexts still run.
     const auto deadline =
         std::chrono::steady_clock::now() +
         2 * std::max<std::chrono::milliseconds>(options_.requestTimeout, std::chrono::seconds(1));

@@ -1,5 +1,7 @@
 #include "gpufair/k8s/api.h"
 
+#include <map>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -66,6 +68,35 @@ TEST(ApiHelpers, BindingBodyIsWhatTheJsonDumpWrote) {
   EXPECT_EQ(detail::bindingBody("ml", "p", "u", "n"),
             R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"p","namespace":"ml",)"
             R"("uid":"u"},"target":{"apiVersion":"v1","kind":"Node","name":"n"}})");
+}
+
+// With annotations (kube-apiserver merges them into the pod as it binds): the same text as the
+// JSON tree's dump, keys in its order, for plain and escaped keys and values.
+TEST(ApiHelpers, BindingBodyWithAnnotationsIsWhatTheJsonDumpWrote) {
+  using Annotations = std::map<std::string, std::string>;
+  const std::vector<Annotations> cases = {
+      {{"gpufair.io/gpu-index", "3"}},
+      {{"z", "1"}, {"a.example/b", "2"}, {"gpufair.io/gpu-index", "0"}},
+      {{"gpufair.io/gpu-index", "a\"b"}},
+      {{"k\\", "v"}},
+      {{"caf\xc3\xa9", "bad\xff"}},
+  };
+  for (const auto& annotations : cases) {
+    for (const char* uid : {"uid-1", ""}) {
+      nlohmann::json metadata = {{"name", "p"}, {"namespace", "ml"}, {"annotations", annotations}};
+      if (*uid != 0) metadata["uid"] = uid;
+      const std::string dumped =
+          detail::dumpJson({{"apiVersion", "v1"},
+                            {"kind", "Binding"},
+                            {"metadata", std::move(metadata)},
+                            {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", "n-1"}}}});
+      EXPECT_EQ(detail::bindingBody("ml", "p", uid, "n-1", annotations), dumped);
+    }
+  }
+  EXPECT_EQ(detail::bindingBody("ml", "p", "", "n", {{"gpufair.io/gpu-index", "2"}}),
+            R"({"apiVersion":"v1","kind":"Binding","metadata":{"annotations":)"
+            R"({"gpufair.io/gpu-index":"2"},"name":"p","namespace":"ml"},)"
+            R"("target":{"apiVersion":"v1","kind":"Node","name":"n"}})");
 }
 
 TEST(ApiHelpers, FormatsTimesAsKubernetesDoes) {

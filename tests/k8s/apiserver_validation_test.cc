@@ -219,6 +219,39 @@ TEST_F(FakeValidationTest, BindingsMustNameThePodAndANode) {
   EXPECT_EQ(send("POST", path, right).status, 201);
 }
 
+// kube-apiserver's BindingREST merges the Binding's annotations into the pod's in the write that
+// sets spec.nodeName (setPodHostAndAnnotations): kept ones stay, a refused Binding writes none.
+TEST_F(FakeValidationTest, ABindingsAnnotationsAreMergedIntoThePodInTheSameWrite) {
+  const std::string podPath = "/api/v1/namespaces/team-a/pods/train-1";
+  ASSERT_EQ(send("PATCH", podPath, {{"metadata", {{"annotations", {{"kept", "yes"}}}}}},
+                 "application/merge-patch+json")
+                .status,
+            200);
+  const auto binding = [](const std::string& uid, const std::string& node, const std::string& gpu) {
+    return json{{"apiVersion", "v1"},
+                {"kind", "Binding"},
+                {"metadata",
+                 {{"name", "train-1"},
+                  {"namespace", "team-a"},
+                  {"uid", uid},
+                  {"annotations", {{"gpufair.io/gpu-index", gpu}}}}},
+                {"target", {{"kind", "Node"}, {"name", node}}}};
+  };
+  EXPECT_EQ(send("POST", podPath + "/binding", binding("not-the-pod", "node-1", "3")).status, 409);
+  json refused = fake_.get(podPath).value();
+  EXPECT_FALSE(refused["metadata"]["annotations"].contains("gpufair.io/gpu-index"));
+  EXPECT_FALSE(refused["spec"].contains("nodeName"));
+
+  EXPECT_EQ(send("POST", podPath + "/binding", binding(uid(), "node-1", "2")).status, 201);
+  json bound = fake_.get(podPath).value();
+  EXPECT_EQ(bound["spec"]["nodeName"], "node-1");
+  EXPECT_EQ(bound["metadata"]["annotations"],
+            (json{{"kept", "yes"}, {"gpufair.io/gpu-index", "2"}}));
+
+  EXPECT_EQ(send("POST", podPath + "/binding", binding(uid(), "node-2", "5")).status, 409);
+  EXPECT_EQ(fake_.get(podPath).value()["metadata"]["annotations"]["gpufair.io/gpu-index"], "2");
+}
+
 TEST_F(FakeValidationTest, EvictionsMustBePolicyEvictionsOfThatPod) {
   const std::string path = "/api/v1/namespaces/team-a/pods/train-1/eviction";
   const auto eviction = [](const std::string& name, const std::string& version = "policy/v1") {

@@ -97,7 +97,7 @@ TEST_F(BindAsyncTest, TheApiServersRefusalIsTheOutcome) {
   EXPECT_EQ(nodeOf("train-1"), "node-3");
 }
 
-TEST_F(BindAsyncTest, AFractionalPodIsAnnotatedBeforeItsAsyncBinding) {
+TEST_F(BindAsyncTest, AFractionalPodsGpuRidesOnItsAsyncBinding) {
   ASSERT_NE(client_, nullptr);
   KubeBinder binder(client_, options(4));
   policy::Pod notebook = createPod("notebook");
@@ -109,10 +109,10 @@ TEST_F(BindAsyncTest, AFractionalPodIsAnnotatedBeforeItsAsyncBinding) {
   const auto stored = fake_.get("/api/v1/namespaces/team-a/pods/notebook");
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ((*stored)["metadata"]["annotations"]["gpufair.io/gpu-index"], "1");
+  EXPECT_EQ((*stored)["spec"]["nodeName"], "node-3");
   const auto writes = fake_.requests("", "/api/v1/namespaces/team-a/pods/notebook");
-  ASSERT_EQ(writes.size(), 2u);
-  EXPECT_EQ(writes[0].method, "PATCH");
-  EXPECT_EQ(writes[1].path, "/api/v1/namespaces/team-a/pods/notebook/binding");
+  ASSERT_EQ(writes.size(), 1u) << "one Binding, no PATCH";
+  EXPECT_EQ(writes[0].path, "/api/v1/namespaces/team-a/pods/notebook/binding");
 }
 
 TEST_F(BindAsyncTest, ManyBindsAtOnceEachGetTheirOwnOutcomeOnFewerThreads) {

@@ -1,8 +1,8 @@
-// KubeBinder::bindAsync after bindOn(io_context): the gpu-index PATCH and the Binding are sent
-// asynchronously on the context's threads (no bind thread), against the fake API server answering
-// every write late as a real kube-apiserver does: each bind gets its own outcome exactly once, on
-// an io thread; the io thread serves other work meanwhile; errors, timeouts, a stale pooled
-// connection, TLS with a client certificate and a token, and stop() with binds in flight.
+// KubeBinder::bindAsync after bindOn(io_context): the Binding (a fractional pod's gpu-index on it)
+// is sent asynchronously on the context's threads (no bind thread), against the fake API server
+// answering every write late as a real kube-apiserver does: each bind gets its own outcome exactly
+// once, on an io thread; the io thread serves other work meanwhile; errors, timeouts, a stale
+// pooled connection, TLS with a client certificate and a token, and stop() with binds in flight.
 #include <chrono>
 #include <future>
 #include <memory>
@@ -107,7 +107,7 @@ TEST_F(BindOnContextTest, ManyBindsAtOnceEachGetTheirOwnOutcome) {
   }
 }
 
-TEST_F(BindOnContextTest, AFractionalPodIsAnnotatedBeforeItsBinding) {
+TEST_F(BindOnContextTest, AFractionalPodsGpuRidesOnItsBinding) {
   auto kube = binder();
   policy::Pod notebook = createPod("notebook");
   notebook.setGpuShare(500);
@@ -118,15 +118,15 @@ TEST_F(BindOnContextTest, AFractionalPodIsAnnotatedBeforeItsBinding) {
   const auto stored = fake_.get("/api/v1/namespaces/team-a/pods/notebook");
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ((*stored)["metadata"]["annotations"]["gpufair.io/gpu-index"], "1");
+  EXPECT_EQ((*stored)["spec"]["nodeName"], "node-3");
   const auto writes = fake_.requests("", "/api/v1/namespaces/team-a/pods/notebook");
-  ASSERT_EQ(writes.size(), 2u);
-  EXPECT_EQ(writes[0].method, "PATCH");
-  EXPECT_EQ(writes[1].path, "/api/v1/namespaces/team-a/pods/notebook/binding");
+  ASSERT_EQ(writes.size(), 1u) << "one Binding, no PATCH";
+  EXPECT_EQ(writes[0].path, "/api/v1/namespaces/team-a/pods/notebook/binding");
 }
 
-TEST_F(BindOnContextTest, AFailedAnnotationFailsTheBindWithoutABinding) {
+TEST_F(BindOnContextTest, ARefusedBindingOfAFractionalPodLeavesNoAnnotation) {
   auto kube = binder();
-  fake_.addFault({.method = "PATCH", .pathPrefix = "/api/v1/namespaces/team-a/pods/notebook"});
+  fake_.addFault({.method = "POST", .pathPrefix = "/api/v1/namespaces/team-a/pods/notebook"});
   policy::Pod notebook = createPod("notebook");
   notebook.setGpuShare(500);
   notebook.gpuIndex = 0;
@@ -134,8 +134,11 @@ TEST_F(BindOnContextTest, AFailedAnnotationFailsTheBindWithoutABinding) {
   kube->bindAsync(notebook, "node-3", false, std::move(done));
   const Outcome got = result.get();
   EXPECT_EQ(got.status.code(), Code::kError);
-  EXPECT_THAT(got.status.reason(), HasSubstr("annotating team-a/notebook"));
-  EXPECT_TRUE(fake_.requests("POST", "/api/v1/namespaces/team-a/pods/notebook/binding").empty());
+  EXPECT_THAT(got.status.reason(), HasSubstr("binding team-a/notebook to node-3"));
+  const auto stored = fake_.get("/api/v1/namespaces/team-a/pods/notebook");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_FALSE((*stored)["metadata"].contains("annotations") &&
+               (*stored)["metadata"]["annotations"].contains("gpufair.io/gpu-index"));
   EXPECT_EQ(nodeOf("notebook"), "");
 }
 

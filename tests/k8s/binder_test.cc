@@ -154,35 +154,41 @@ TEST_F(KubeBinderTest, AFailedLabelDoesNotFailTheBindAndIsRetried) {
   EXPECT_EQ(binder_.retryLabels(), 0u);  // nothing left: no request
 }
 
-TEST_F(KubeBinderTest, AFractionalPodIsAnnotatedWithItsGpuBeforeBinding) {
-  InSequence order;
-  ApiRequest annotate;
+TEST_F(KubeBinderTest, AFractionalPodsBindingCarriesItsGpu) {
   ApiRequest bindRequest;
-  EXPECT_CALL(*client_, send(_)).WillOnce(DoAll(SaveArg<0>(&annotate), Return(reply(200))));
   EXPECT_CALL(*client_, send(_)).WillOnce(DoAll(SaveArg<0>(&bindRequest), Return(reply(201))));
   policy::Pod half = MakePod("team-a", "notebook").uid("uid-n").share(0.5).gpuIndex(3);
   ASSERT_TRUE(binder_.bind(half, "node-3", false).isOk());
-  EXPECT_EQ(annotate.method, "PATCH");
-  EXPECT_EQ(annotate.path, "/api/v1/namespaces/team-a/pods/notebook");
-  EXPECT_EQ(body(annotate)["metadata"]["annotations"]["gpufair.io/gpu-index"], "3");
-  EXPECT_EQ(body(annotate)["metadata"]["uid"], "uid-n");
+  EXPECT_EQ(bindRequest.method, "POST");
   EXPECT_EQ(bindRequest.path, "/api/v1/namespaces/team-a/pods/notebook/binding");
+  EXPECT_EQ(body(bindRequest)["metadata"]["annotations"],
+            (nlohmann::json{{"gpufair.io/gpu-index", "3"}}));
+  EXPECT_EQ(body(bindRequest)["metadata"]["uid"], "uid-n");
 }
 
-TEST_F(KubeBinderTest, AFailedGpuAnnotationFailsTheBindWithoutBinding) {
+TEST_F(KubeBinderTest, ARefusedBindingOfAFractionalPodFailsTheBind) {
   EXPECT_CALL(*client_, send(_)).WillOnce(Return(reply(500, "etcd timeout")));
   policy::Pod half = MakePod("team-a", "notebook").uid("uid-n").share(0.5).gpuIndex(0);
   Status status = binder_.bind(half, "node-3", false);
   EXPECT_EQ(status.code(), Code::kError);
-  EXPECT_THAT(status.reason(), ::testing::StartsWith("annotating team-a/notebook: HTTP 500"));
+  EXPECT_THAT(status.reason(),
+              ::testing::StartsWith("binding team-a/notebook to node-3: HTTP 500"));
 }
 
 TEST_F(KubeBinderTest, WholeGpuPodsAndUnplacedFractionsGetNoAnnotation) {
-  ApiRequest request;
-  EXPECT_CALL(*client_, send(_)).WillOnce(DoAll(SaveArg<0>(&request), Return(reply(201))));
+  std::vector<ApiRequest> requests;
+  EXPECT_CALL(*client_, send(_)).Times(2).WillRepeatedly([&](const ApiRequest& request) {
+    requests.push_back(request);
+    return reply(201);
+  });
   policy::Pod half = MakePod("team-a", "notebook").uid("uid-n").share(0.5);  // gpuIndex unknown
   ASSERT_TRUE(binder_.bind(half, "node-3", false).isOk());
-  EXPECT_EQ(request.method, "POST");
+  ASSERT_TRUE(binder_.bind(pod_, "node-3", false).isOk());
+  ASSERT_EQ(requests.size(), 2u);
+  for (const auto& request : requests) {
+    EXPECT_EQ(request.method, "POST");
+    EXPECT_FALSE(body(request)["metadata"].contains("annotations")) << request.path;
+  }
 }
 
 TEST_F(KubeBinderTest, RetriesStopWhenThePodIsGoneOrAfterMaxAttempts) {

@@ -143,6 +143,14 @@ HttpResponse bind(FakeApiServer::State& state, const ResourcePath& where,
                                       current + "\"");
     }
     object["spec"]["nodeName"] = node;
+    // kube-apiserver's setPodHostAndAnnotations: the Binding's annotations are merged into the
+    // pod's in the same write.
+    const json annotations = body->value("/metadata/annotations"_json_pointer, json::object());
+    if (annotations.is_object()) {
+      for (const auto& [key, value] : annotations.items()) {
+        object["metadata"]["annotations"][key] = value;
+      }
+    }
     return StoreResult{201, "", "", nullptr, {}};
   });
   if (!result.ok()) return fromResult(result);

@@ -54,10 +54,14 @@ std::string formatMicroTime(Timestamp time);
 // --- pods -------------------------------------------------------------------------------------
 
 // POST /api/v1/namespaces/{ns}/pods/{name}/binding. A non-empty uid is a precondition: the binding
-// fails if the pod of that name is another pod now.
+// fails if the pod of that name is another pod now. kube-apiserver merges `annotations` into the
+// pod's annotations in the same write that sets spec.nodeName (BindingREST's
+// setPodHostAndAnnotations): no separate PATCH, and no window where one is written without the
+// other.
 Status bindPod(KubeClient& client, std::string_view ns, std::string_view name, std::string_view uid,
                std::string_view node,
-               std::chrono::milliseconds timeout = std::chrono::milliseconds{10'000});
+               std::chrono::milliseconds timeout = std::chrono::milliseconds{10'000},
+               const std::map<std::string, std::string>& annotations = {});
 
 // JSON merge patch of metadata.labels: `set` adds or overwrites, `remove` deletes (null). A
 // non-empty uid is a precondition (the API server refuses the patch if the pod is another one now).

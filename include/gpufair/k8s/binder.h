@@ -1,13 +1,15 @@
-// KubeBinder: makes /bind real on the API server. For a fractional pod, first writes the GPU it was
-// given as annotation gpufair.io/gpu-index (a failure fails the bind: the pod must not start
-// without it). Then posts a v1 Binding for the pod (with its uid as a precondition) and, for a pod
-// admitted as borrowed, labels it gpufair.io/over-quota=true. The label is not patched on bind()'s
-// thread (an io thread kube-scheduler waits on): bind() queues it and returns after the Binding; a
-// worker thread (started by the first borrowed pod) patches the queued labels in order. Until the
-// label shows up, the mirror keeps the admission decision it assumed at bind. A failed label patch
-// does not fail the bind (the pod is bound either way): it is logged and retried by retryLabels(),
-// which the caller runs periodically. stop() (and the destructor) lets the worker try every label
-// still queued first, so a shutdown does not drop one; a bind() after stop() labels inline.
+// KubeBinder: makes /bind real on the API server. Posts a v1 Binding for the pod (with its uid as a
+// precondition); a fractional pod's Binding carries the GPU it was given as annotation
+// gpufair.io/gpu-index, which kube-apiserver writes to the pod in the same update that binds it (so
+// the pod never starts without it, and a refused Binding leaves no annotation behind). For a pod
+// admitted as borrowed, labels it gpufair.io/over-quota=true (labels cannot ride on a Binding). The
+// label is not patched on bind()'s thread (an io thread kube-scheduler waits on): bind() queues it
+// and returns after the Binding; a worker thread (started by the first borrowed pod) patches the
+// queued labels in order. Until the label shows up, the mirror keeps the admission decision it
+// assumed at bind. A failed label patch does not fail the bind (the pod is bound either way): it is
+// logged and retried by retryLabels(), which the caller runs periodically. stop() (and the
+// destructor) lets the worker try every label still queued first, so a shutdown does not drop one;
+// a bind() after stop() labels inline.
 //
 // OverQuotaLabeler: the opposite direction. Once a queue is back within its deserved quota, the
 // pods it borrowed for are no longer borrowed; the leader removes their label so that reclaim does
@@ -15,11 +17,11 @@
 //
 // bindAsync() (what /bind calls) lets no io thread wait for the API server's answer (ms: an etcd
 // write), in one of two ways:
-//   - after bindOn(contexts) (the webhook server's io_contexts, one per io thread): the gpu-index
-//     PATCH and the Binding are sent asynchronously (KubeClient::asyncSender, one sender per
-//     context) on the context whose thread calls bindAsync() (the /bind's own session's; from
-//     another thread, on the contexts in turn); done() runs there when the Binding's outcome is
-//     known. No thread, no hand-off. stop() waits (up to twice the request timeout, and only
+//   - after bindOn(contexts) (the webhook server's io_contexts, one per io thread): the Binding
+//     (a fractional pod's gpu-index on it) is sent asynchronously (KubeClient::asyncSender, one
+//     sender per context) on the context whose thread calls bindAsync() (the /bind's own session's;
+//     from another thread, on the contexts in turn); done() runs there when the Binding's outcome
+//     is known. No thread, no hand-off. stop() waits (up to twice the request timeout, and only
 //     while every context runs) for the binds in flight, fails those still unfinished, and closes
 //     the senders' connections: the contexts must outlive stop(). bind() itself stays synchronous.
 //   - otherwise, on one of up to `bindThreads` bind threads, as kube-scheduler's binding
@@ -37,6 +39,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -104,6 +107,9 @@ class KubeBinder final : public state::Binder {
   };
   // The pod's uid as the precondition of its writes; "" when the mirror knows no uid for it.
   static std::string_view preconditionUid(const policy::Pod& pod);
+  // What the pod's Binding carries for kube-apiserver to merge into its annotations: the GPU a
+  // placed fractional pod was given; nothing for others.
+  static std::map<std::string, std::string> bindingAnnotations(const policy::Pod& pod);
   // Patches the label; true when done or pointless to retry (`drop`).
   bool label(const PendingLabel& pod, bool& drop);
   // Patches the label; a failure worth retrying goes to pending_.
