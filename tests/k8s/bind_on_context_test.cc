@@ -35,6 +35,7 @@ using gpufair::testing::MakePod;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
+using testsupport::bindAll;
 using testsupport::IoThreads;
 using testsupport::Outcome;
 using testsupport::outcome;
@@ -83,15 +84,11 @@ TEST_F(BindOnContextTest, TheBindingIsSentAndAnsweredOnAnIoThread) {
 
 TEST_F(BindOnContextTest, ManyBindsAtOnceEachGetTheirOwnOutcome) {
   auto kube = binder();
-  std::vector<std::future<Outcome>> results;
-  for (int i = 0; i < 16; ++i) {
-    // Every fourth pod is bound already: the API server refuses its Binding (409).
-    const std::string name = "p-" + std::to_string(i);
-    const policy::Pod pod = createPod(name, i % 4 == 3 ? "elsewhere" : "");
-    auto [done, result] = outcome();
-    kube->bindAsync(pod, "node-" + std::to_string(i % 5), false, std::move(done));
-    results.push_back(std::move(result));
-  }
+  // Every fourth pod is bound already: the API server refuses its Binding (409).
+  auto results = bindAll(
+      *kube, 16,
+      [&](int i) { return createPod("p-" + std::to_string(i), i % 4 == 3 ? "elsewhere" : ""); },
+      [](int i) { return "node-" + std::to_string(i % 5); });
   for (int i = 0; i < 16; ++i) {
     SCOPED_TRACE(i);
     const Outcome got = results[i].get();
@@ -209,12 +206,9 @@ TEST_F(SlowBindOnContextTest, ABindingNotAnsweredWithinTheRequestTimeoutFails) {
 
 TEST_F(SlowBindOnContextTest, StopWaitsForTheBindsInFlightWhileTheContextRuns) {
   auto kube = binder();
-  std::vector<std::future<Outcome>> results;
-  for (int i = 0; i < 3; ++i) {
-    auto [done, result] = outcome();
-    kube->bindAsync(createPod("q-" + std::to_string(i)), "node-1", false, std::move(done));
-    results.push_back(std::move(result));
-  }
+  auto results = bindAll(
+      *kube, 3, [&](int i) { return createPod("q-" + std::to_string(i)); },
+      [](int) { return "node-1"; });
   kube->stop();
   for (auto& result : results) {
     ASSERT_EQ(result.wait_for(0s), std::future_status::ready);  // done before stop() returned
@@ -231,12 +225,9 @@ TEST_F(SlowBindOnContextTest, StopWaitsForTheBindsInFlightWhileTheContextRuns) {
 
 TEST_F(SlowBindOnContextTest, StopFailsTheBindsInFlightOnceTheContextStopped) {
   auto kube = binder();
-  std::vector<std::future<Outcome>> results;
-  for (int i = 0; i < 3; ++i) {
-    auto [done, result] = outcome();
-    kube->bindAsync(createPod("q-" + std::to_string(i)), "node-1", false, std::move(done));
-    results.push_back(std::move(result));
-  }
+  auto results = bindAll(
+      *kube, 3, [&](int i) { return createPod("q-" + std::to_string(i)); },
+      [](int) { return "node-1"; });
   io_.stop();  // as the server's stop() does: the answers will never be read
   kube->stop();
   for (auto& result : results) {

@@ -27,6 +27,7 @@ namespace {
 
 using gpufair::testing::MakePod;
 using ::testing::HasSubstr;
+using testsupport::bindAll;
 using testsupport::IoThreads;
 using testsupport::Outcome;
 using testsupport::outcome;
@@ -92,12 +93,9 @@ TEST_F(BindOnContextsTest, ABindIsSentAndAnsweredOnTheContextItWasCalledOn) {
 
 TEST_F(BindOnContextsTest, BindsFromOtherThreadsGoToTheContextsInTurn) {
   auto kube = binder();
-  std::vector<std::future<Outcome>> results;
-  for (int i = 0; i < 6; ++i) {
-    auto [done, result] = outcome();
-    kube->bindAsync(createPod("q-" + std::to_string(i)), "node-2", false, std::move(done));
-    results.push_back(std::move(result));
-  }
+  auto results = bindAll(
+      *kube, 6, [&](int i) { return createPod("q-" + std::to_string(i)); },
+      [](int) { return "node-2"; });
   std::vector<int> perContext(io_.size(), 0);
   for (auto& result : results) {
     const Outcome got = result.get();

@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "gpufair/common/status.h"
+#include "gpufair/k8s/binder.h"
 #include "gpufair/state/ports.h"
 
 namespace gpufair::k8s::testsupport {
@@ -29,6 +30,19 @@ inline std::pair<state::BindDone, std::future<Outcome>> outcome() {
             promise->set_value({std::move(status), std::this_thread::get_id()});
           },
           std::move(future)};
+}
+
+// bindAsync of `count` pods started at once, pod i being pod(i) bound to node(i) (not over quota);
+// their outcomes in that order.
+template <typename PodOf, typename NodeOf>
+std::vector<std::future<Outcome>> bindAll(KubeBinder& binder, int count, PodOf pod, NodeOf node) {
+  std::vector<std::future<Outcome>> results;
+  for (int i = 0; i < count; ++i) {
+    auto [done, result] = outcome();
+    binder.bindAsync(pod(i), node(i), false, std::move(done));
+    results.push_back(std::move(result));
+  }
+  return results;
 }
 
 // An io_context run by `threads` threads until stop() (as the webhook server's).

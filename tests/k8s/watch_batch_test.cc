@@ -119,22 +119,24 @@ std::size_t watchOfFive(std::chrono::microseconds window, std::chrono::milliseco
 const std::vector<std::string> kFive = {R"({"n":1})", R"({"n":2})", R"({"n":3})", R"({"n":4})",
                                         R"({"n":5})"};
 
+// With a window (3 s, far longer than the server's 300 ms pause) line 3 arrives while the reader
+// waits for the window, and is handed over only with 4 and 5; without one, each line is handed
+// over as it arrives.
 TEST(WatchBatchWindow, LinesThatKeepComingWaitForTheWindowAndComeTogether) {
-  // The window (3 s) is far longer than the server's pause (300 ms): line 3 arrives while the
-  // reader waits for it, and is handed over only with 4 and 5.
-  Delivered delivered;
-  const std::size_t beforeFour =
-      watchOfFive(std::chrono::seconds(3), std::chrono::milliseconds(300), delivered);
-  EXPECT_EQ(beforeFour, 2u);
-  EXPECT_EQ(delivered.lines(), kFive);
-}
-
-TEST(WatchBatchWindow, WithoutAWindowEachLineIsHandedOverAsItArrives) {
-  Delivered delivered;
-  const std::size_t beforeFour =
-      watchOfFive(std::chrono::microseconds(0), std::chrono::seconds(10), delivered);
-  EXPECT_EQ(beforeFour, 3u);
-  EXPECT_EQ(delivered.lines(), kFive);
+  struct Case {
+    const char* name;
+    std::chrono::microseconds window;
+    std::chrono::milliseconds pause;
+    std::size_t beforeFour;
+  };
+  const Case cases[] = {{"3 s window", std::chrono::seconds(3), std::chrono::milliseconds(300), 2},
+                        {"no window", std::chrono::microseconds(0), std::chrono::seconds(10), 3}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Delivered delivered;
+    EXPECT_EQ(watchOfFive(c.window, c.pause, delivered), c.beforeFour);
+    EXPECT_EQ(delivered.lines(), kFive);
+  }
 }
 
 // Events already there when a watch starts (it resumes from an older resourceVersion) leave in one
