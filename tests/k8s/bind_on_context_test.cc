@@ -36,6 +36,7 @@ using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
 using testsupport::bindAll;
+using testsupport::expectAllFailedByStop;
 using testsupport::IoThreads;
 using testsupport::Outcome;
 using testsupport::outcome;
@@ -230,12 +231,7 @@ TEST_F(SlowBindOnContextTest, StopFailsTheBindsInFlightOnceTheContextStopped) {
       [](int) { return "node-1"; });
   io_.stop();  // as the server's stop() does: the answers will never be read
   kube->stop();
-  for (auto& result : results) {
-    ASSERT_EQ(result.wait_for(0s), std::future_status::ready);
-    const Outcome got = result.get();
-    EXPECT_EQ(got.status.code(), Code::kError);
-    EXPECT_THAT(got.status.reason(), HasSubstr("stopping"));
-  }
+  expectAllFailedByStop(results);
 }
 
 TEST(BindOnContextTls, ClientCertificateAndToken) {

@@ -28,6 +28,7 @@ namespace {
 using gpufair::testing::MakePod;
 using ::testing::HasSubstr;
 using testsupport::bindAll;
+using testsupport::expectAllFailedByStop;
 using testsupport::IoThreads;
 using testsupport::Outcome;
 using testsupport::outcome;
@@ -141,12 +142,7 @@ TEST_F(SlowBindOnContextsTest, StopFailsTheBindsInFlightOnceTheContextsStopped) 
   auto results = bindOnEveryContext(*kube);
   for (auto& io : io_) io->stop();  // as the server's stop() does: no answer will be read
   kube->stop();
-  for (auto& result : results) {
-    ASSERT_EQ(result.wait_for(0s), std::future_status::ready);
-    const Outcome got = result.get();
-    EXPECT_EQ(got.status.code(), Code::kError);
-    EXPECT_THAT(got.status.reason(), HasSubstr("stopping"));
-  }
+  expectAllFailedByStop(results);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // server's do, and a bind's outcome with the thread it came on.
 #pragma once
 
+#include <chrono>
 #include <future>
 #include <memory>
 #include <set>
@@ -11,6 +12,8 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include "gpufair/common/status.h"
 #include "gpufair/k8s/binder.h"
@@ -43,6 +46,17 @@ std::vector<std::future<Outcome>> bindAll(KubeBinder& binder, int count, PodOf p
     results.push_back(std::move(result));
   }
   return results;
+}
+
+// After KubeBinder::stop() with the io threads stopped first (as the server's stop() does): every
+// outcome was there when stop() returned, a failure saying so.
+inline void expectAllFailedByStop(std::vector<std::future<Outcome>>& results) {
+  for (auto& result : results) {
+    ASSERT_EQ(result.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+    const Outcome got = result.get();
+    EXPECT_EQ(got.status.code(), Code::kError);
+    EXPECT_THAT(got.status.reason(), ::testing::HasSubstr("stopping"));
+  }
 }
 
 // An io_context run by `threads` threads until stop() (as the webhook server's).
