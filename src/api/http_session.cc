@@ -191,25 +191,20 @@ void HttpSession::readRequest() {
 
 // As Beast's read: what is buffered first, then one receive of up to kReadBytes at a time.
 void HttpSession::readPlain() {
-  for (;;) {
-    error_code ec;
-    while (buffer_.size() > 0 && !parser_->is_done()) {
-      const std::size_t used = parser_->put(buffer_.data(), ec);
-      buffer_.consume(used);
-      if (ec == http::error::need_more) {
-        ec = {};
-        break;
-      }
-      if (ec) return onRead(ec);
-      if (used == 0) break;
-    }
-    if (parser_->is_done()) return onRead({});
-    // The rest: a receive now when it is there, else when the socket is readable (asio tries at
-    // once and waits only when that found nothing).
-    return socket_.async_read_some(
-        buffer_.prepare(kReadBytes),
-        [self = shared_from_this()](error_code ec, std::size_t bytes) { self->onMore(ec, bytes); });
+  error_code ec;
+  while (buffer_.size() > 0 && !parser_->is_done()) {
+    const std::size_t used = parser_->put(buffer_.data(), ec);
+    buffer_.consume(used);
+    if (ec == http::error::need_more) break;
+    if (ec) return onRead(ec);
+    if (used == 0) break;
   }
+  if (parser_->is_done()) return onRead({});
+  // The rest: a receive now when it is there, else when the socket is readable (asio tries at once
+  // and waits only when that found nothing).
+  socket_.async_read_some(
+      buffer_.prepare(kReadBytes),
+      [self = shared_from_this()](error_code ec, std::size_t bytes) { self->onMore(ec, bytes); });
 }
 
 void HttpSession::onMore(error_code ec, std::size_t bytes) {
