@@ -17,8 +17,15 @@
 // Every connection is HTTP/1.1 keep-alive. At the end it checks that every pod is bound in the fake
 // API server and prints one `RESULT` line: pods/s, per-pod extender time (filter + prioritize +
 // bind round trips) p50/p99, /filter's p50/p99 (what kube-scheduler's serial loop waits on),
-// gpufair's CPU per pod (from /proc/<pid>/stat over the run) and its resident memory.
+// the extender's CPU per pod (cpu_us_per_pod, from /proc/<pid>/stat over the run; named
+// gpufair_cpu_us_per_pod before the limit server could be driven) and its resident memory.
 // bench/load_driver.sh runs the matrix of sizes and modes.
+// --limit-server=PATH [--limit-server-mode=fixed|simdjson] drives the shared limit server
+// (../shared/bench/limit-server.cpp: Beast on 2 threads, no policy, no Binding, no watch) instead
+// of gpufair, with the same calls per pod: its CPU per pod is the bare HTTP cost of a pod's
+// webhook calls on this machine, the reference gpufair's is compared with in the same session.
+// Its answers carry no decision, so the loop picks the first feasible node itself, never calls
+// /prioritize, and no pod is bound in the fake API server.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -63,6 +70,8 @@ struct Options {
   std::string workDir = "/tmp/gpufair-load-driver";
   std::string serveFlags;  // more flags for gpufair serve, separated by spaces
   std::string perfOut;  // set: `perf record -g` gpufair while the pods are driven, into this file
+  std::string limitServer;                // set: drive this limit-server binary instead of gpufair
+  std::string limitServerMode = "fixed";  // its mode: fixed (reply ignores the body) or simdjson
 };
 
 Options parseOptions(int argc, char** argv) {
@@ -103,7 +112,12 @@ Options parseOptions(int argc, char** argv) {
   take("work-dir", o.workDir);
   take("perf-out", o.perfOut);
   take("serve-flags", o.serveFlags);
+  take("limit-server", o.limitServer);
+  take("limit-server-mode", o.limitServerMode);
   if (!kv.empty()) throw std::runtime_error("unknown option --" + kv.begin()->first);
+  if (o.limitServerMode != "fixed" && o.limitServerMode != "simdjson") {
+    throw std::runtime_error("--limit-server-mode is fixed or simdjson, not " + o.limitServerMode);
+  }
   return o;
 }
 
@@ -174,9 +188,10 @@ struct RunTotals {
 };
 
 // kube-scheduler's scheduling loop, one pod at a time. Returns the node index chosen, or -1.
+// With `reference` (the limit server) the answer decides nothing: the first feasible node is taken.
 int schedulePod(KeepAliveClient& client, simdjson::dom::parser& parser, const std::string& pod,
                 std::vector<int>& freeGpus, std::mutex& freeMu, PodTiming& timing,
-                RunTotals& totals) {
+                RunTotals& totals, bool reference) {
   std::vector<int> feasible;
   {
     std::lock_guard lock(freeMu);
@@ -189,6 +204,13 @@ int schedulePod(KeepAliveClient& client, simdjson::dom::parser& parser, const st
   auto start = Clock::now();
   HttpAnswer answer = client.post("/filter", args + namesJson(feasible) + "}");
   timing.filter = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  if (reference) {
+    if (answer.status != 200) throw std::runtime_error("/filter answered " + answer.error);
+    std::lock_guard lock(freeMu);
+    --freeGpus[feasible.front()];
+    ++totals.scheduled;
+    return feasible.front();
+  }
   simdjson::dom::element doc;
   simdjson::dom::array names;
   if (answer.status != 200 || parser.parse(answer.body).get(doc) || doc["NodeNames"].get(names)) {
@@ -230,6 +252,22 @@ int schedulePod(KeepAliveClient& client, simdjson::dom::parser& parser, const st
   return node;
 }
 
+std::vector<std::string> serveArgs(const Options& o, const std::string& kubeconfig) {
+  std::vector<std::string> args{"serve",
+                                "--kubeconfig=" + kubeconfig,
+                                "--listen=127.0.0.1:0",
+                                "--metrics-listen=off",
+                                "--filter-mode=" + o.mode,
+                                "--threads=" + o.threads,
+                                "--log-level=" + o.logLevel};
+  for (std::size_t at = 0; at < o.serveFlags.size();) {
+    const std::size_t space = std::min(o.serveFlags.find(' ', at), o.serveFlags.size());
+    if (space > at) args.push_back(o.serveFlags.substr(at, space - at));
+    at = space + 1;
+  }
+  return args;
+}
+
 int run(const Options& o) {
   std::filesystem::create_directories(o.workDir);
   k8s::fake::FakeApiServerOptions apiOptions;
@@ -244,35 +282,35 @@ int run(const Options& o) {
                o.nodes, o.existingPods, o.pods,
                std::chrono::duration<double>(Clock::now() - loadStart).count());
 
-  std::vector<std::string> serveArgs{"serve",
-                                     "--kubeconfig=" + writeKubeconfig(api, o.workDir),
-                                     "--listen=127.0.0.1:0",
-                                     "--metrics-listen=off",
-                                     "--filter-mode=" + o.mode,
-                                     "--threads=" + o.threads,
-                                     "--log-level=" + o.logLevel};
-  for (std::size_t at = 0; at < o.serveFlags.size();) {
-    const std::size_t space = std::min(o.serveFlags.find(' ', at), o.serveFlags.size());
-    if (space > at) serveArgs.push_back(o.serveFlags.substr(at, space - at));
-    at = space + 1;
+  const bool reference = !o.limitServer.empty();
+  std::optional<GpufairChild> child;
+  std::uint16_t port = 0;
+  if (reference) {
+    port = freePort();
+    child.emplace(o.limitServer, std::vector<std::string>{std::to_string(port), o.limitServerMode},
+                  o.workDir + "/limit-server.log");
+  } else {
+    child.emplace(o.gpufair, serveArgs(o, writeKubeconfig(api, o.workDir)),
+                  o.workDir + "/gpufair.log");
+    port = child->waitForPort(std::chrono::seconds{60});
   }
-  GpufairChild child(o.gpufair, serveArgs, o.workDir + "/gpufair.log");
-  const std::uint16_t port = child.waitForPort(std::chrono::seconds{60});
   KeepAliveClient client(port);
   const auto readyStart = Clock::now();
   while (client.get("/readyz").status != 200) {
+    if (child->exited())
+      throw std::runtime_error("the extender exited; see its log in " + o.workDir);
     if (Clock::now() - readyStart > std::chrono::minutes(5)) throw std::runtime_error("not ready");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const double readySeconds = std::chrono::duration<double>(Clock::now() - loadStart).count();
-  const ProcessUsage before = processUsage(child.pid());
+  const ProcessUsage before = processUsage(child->pid());
   api.clearRequests();
 
   std::optional<GpufairChild> perf;
   if (!o.perfOut.empty()) {
     perf.emplace("/usr/bin/perf",
                  std::vector<std::string>{"record", "-e", "cpu-clock", "-F", "1999", "-g", "-p",
-                                          std::to_string(child.pid()), "-o", o.perfOut},
+                                          std::to_string(child->pid()), "-o", o.perfOut},
                  o.workDir + "/perf.log");
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
@@ -286,7 +324,8 @@ int run(const Options& o) {
   {
     Binders binders(port, o.bindWorkers, timings, freeGpus, freeMu);
     for (int i = 0; i < o.pods; ++i) {
-      const int node = schedulePod(client, parser, pods[i], freeGpus, freeMu, timings[i], totals);
+      const int node =
+          schedulePod(client, parser, pods[i], freeGpus, freeMu, timings[i], totals, reference);
       if (node < 0) continue;
       binders.submit({i, node,
                       "{\"PodName\":\"p-" + std::to_string(i) +
@@ -300,7 +339,7 @@ int run(const Options& o) {
     }
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  const ProcessUsage after = processUsage(child.pid());
+  const ProcessUsage after = processUsage(child->pid());
   perf.reset();  // SIGTERM: perf writes its file and exits
 
   std::vector<double> perPod;
@@ -324,16 +363,19 @@ int run(const Options& o) {
                  totals.firstRefusal.c_str());
   }
   const double cpuPerPodUs = bound > 0 ? (after.cpuSeconds - before.cpuSeconds) * 1e6 / bound : 0;
+  const std::string extender =
+      reference ? "limit-server-" + o.limitServerMode : std::string("gpufair");
   std::printf(
-      "RESULT mode=%s nodes=%d existing_pods=%d pods=%d bound=%d bound_in_api=%d "
+      "RESULT extender=%s mode=%s nodes=%d existing_pods=%d pods=%d bound=%d bound_in_api=%d "
       "api_writes=%zu prioritized=%d seconds=%.2f pods_per_s=%.0f extender_us_p50=%.0f "
-      "extender_us_p99=%.0f filter_us_p50=%.0f filter_us_p99=%.0f gpufair_cpu_us_per_pod=%.1f "
+      "extender_us_p99=%.0f filter_us_p50=%.0f filter_us_p99=%.0f cpu_us_per_pod=%.1f "
       "rss_mib=%.0f peak_rss_mib=%.0f ready_s=%.1f write_latency_ms=%d\n",
-      o.mode.c_str(), o.nodes, o.existingPods, o.pods, bound, boundInApi, bindings, prioritized,
-      seconds, bound / seconds, quantile(perPod, 0.5), quantile(perPod, 0.99),
-      quantile(filters, 0.5), quantile(filters, 0.99), cpuPerPodUs, after.rssMiB, after.peakRssMiB,
-      readySeconds, o.writeLatencyMs);
-  return bound == o.pods && boundInApi == o.pods ? 0 : 1;
+      extender.c_str(), o.mode.c_str(), o.nodes, o.existingPods, o.pods, bound, boundInApi,
+      bindings, prioritized, seconds, bound / seconds, quantile(perPod, 0.5),
+      quantile(perPod, 0.99), quantile(filters, 0.5), quantile(filters, 0.99), cpuPerPodUs,
+      after.rssMiB, after.peakRssMiB, readySeconds, o.writeLatencyMs);
+  // The limit server posts no Binding: only gpufair's pods are looked for in the API server.
+  return bound == o.pods && (reference || boundInApi == o.pods) ? 0 : 1;
 }
 
 }  // namespace

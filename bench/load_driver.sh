@@ -3,12 +3,15 @@
 #   bench/load_driver.sh                          # BUILD_DIR=build, sizes 500 2000 5000
 #   SIZES="500 2000" MODES="best" REPEAT=3 bench/load_driver.sh
 #   SCALE=1 bench/load_driver.sh                  # also 5,000 nodes with 150,000 running pods
+#   LIMIT="fixed simdjson" MODES=best bench/load_driver.sh  # + the limit server, same calls per pod
 # Each run prints the driver's RESULT line; the table at the end has one row per (mode, size):
 # the median run by gpufair CPU per pod. Knobs (environment): BUILD_DIR, SIZES, MODES, PODS (pods
 # scheduled per run; default min(2 x nodes, 5000)), REPEAT, QUOTA (true: a quota ConfigMap gives
 # the pods' namespace every GPU, so no pod borrows; false: a new user's cluster without quotas),
-# SCALE, EXTRA (more load_driver flags). The machine's load average is printed before each run:
-# on a shared machine compare rows measured back to back.
+# SCALE, EXTRA (more load_driver flags), LIMIT (limit-server modes to drive after gpufair at each
+# size: the shared limit server, ../shared/bench/limit-server.cpp or $SHARED_DIR/bench/..., built
+# with g++ into $BUILD_DIR/bench; its rows' CPU per pod is the limit server's). The machine's load
+# average is printed before each run: on a shared machine compare rows measured back to back.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
@@ -22,6 +25,17 @@ if [[ ! -x "$driver" ]]; then
   echo "load_driver.sh: $driver not built: configure with -DGPUFAIR_BUILD_BENCH=ON and build" \
        "the targets load_driver and gpufair" >&2
   exit 1
+fi
+
+limit_bin=""
+if [[ -n "${LIMIT:-}" ]]; then
+  limit_src="${SHARED_DIR:-$repo/../shared}/bench/limit-server.cpp"
+  limit_bin="$BUILD_DIR/bench/limit-server"
+  [[ -f "$limit_src" ]] || { echo "load_driver.sh: $limit_src not found (set SHARED_DIR)" >&2; exit 2; }
+  if [[ ! -x "$limit_bin" || "$limit_src" -nt "$limit_bin" ]]; then
+    echo "building $limit_bin" >&2
+    g++ -O2 -std=c++17 "$limit_src" -o "$limit_bin" -lsimdjson -lpthread
+  fi
 fi
 
 results=()
@@ -41,13 +55,16 @@ run() {  # run NODES MODE [flags...]
   done
   # The median run by CPU per pod.
   best="$(printf '%s\n' "${lines[@]}" |
-          awk '{for (i = 1; i <= NF; i++) if ($i ~ /^gpufair_cpu_us_per_pod=/) {split($i, a, "="); print a[2], $0}}' |
+          awk '{for (i = 1; i <= NF; i++) if ($i ~ /^cpu_us_per_pod=/) {split($i, a, "="); print a[2], $0}}' |
           sort -n | awk -v n="${#lines[@]}" 'NR == int((n + 1) / 2) {$1 = ""; print}')"
   results+=("$best")
 }
 
 for nodes in $SIZES; do
   for mode in $MODES; do run "$nodes" "$mode"; done
+  for limit in ${LIMIT:-}; do
+    run "$nodes" best --limit-server="$limit_bin" --limit-server-mode="$limit"
+  done
 done
 if [[ -n "${SCALE:-}" ]]; then
   for mode in $MODES; do
@@ -57,11 +74,11 @@ fi
 
 field() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k {print $2}'; }
 echo
-echo "| mode | nodes | running pods | pods | pods/s | extender p50 (µs) | p99 (µs) | gpufair CPU/pod (µs) | RSS (MiB) | /prioritize calls |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| extender | mode | nodes | running pods | pods | pods/s | extender p50 (µs) | p99 (µs) | CPU/pod (µs) | RSS (MiB) | /prioritize calls |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for line in "${results[@]}"; do
-  echo "| $(field "$line" mode) | $(field "$line" nodes) | $(field "$line" existing_pods) |" \
+  echo "| $(field "$line" extender) | $(field "$line" mode) | $(field "$line" nodes) | $(field "$line" existing_pods) |" \
        "$(field "$line" pods) | $(field "$line" pods_per_s) | $(field "$line" extender_us_p50) |" \
-       "$(field "$line" extender_us_p99) | $(field "$line" gpufair_cpu_us_per_pod) |" \
+       "$(field "$line" extender_us_p99) | $(field "$line" cpu_us_per_pod) |" \
        "$(field "$line" rss_mib) | $(field "$line" prioritized) |"
 done

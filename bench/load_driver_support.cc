@@ -150,6 +150,12 @@ GpufairChild::~GpufairChild() {
   if (stdoutFd_ >= 0) ::close(stdoutFd_);
 }
 
+bool GpufairChild::exited() {
+  int status = 0;
+  if (pid_ > 0 && ::waitpid(pid_, &status, WNOHANG) == pid_) pid_ = -1;
+  return pid_ <= 0;
+}
+
 std::uint16_t GpufairChild::waitForPort(std::chrono::seconds timeout) {
   const std::regex banner("serving the extender webhooks on http://127\\.0\\.0\\.1:([0-9]+)");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -236,6 +242,12 @@ void Binders::work(std::uint16_t port) {
     ++freeGpus_[job.node];
     if (firstError_.empty()) firstError_ = error;
   }
+}
+
+std::uint16_t freePort() {
+  net::io_context io;
+  tcp::acceptor acceptor(io, {net::ip::make_address("127.0.0.1"), 0});
+  return acceptor.local_endpoint().port();
 }
 
 double quantile(std::vector<double>& values, double q) {

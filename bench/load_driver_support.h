@@ -54,8 +54,9 @@ struct ProcessUsage {
 };
 ProcessUsage processUsage(pid_t pid);
 
-// The gpufair binary with `args` (e.g. serve --kubeconfig FILE --listen 127.0.0.1:0), its stdout
-// and stderr (banner and log) written to logFile, which waitForPort() reads for the webhook URL.
+// The gpufair binary with `args` (e.g. serve --kubeconfig FILE --listen 127.0.0.1:0), or the limit
+// server, its stdout and stderr (banner and log) written to logFile, which waitForPort() reads for
+// gpufair's webhook URL.
 class GpufairChild {
  public:
   GpufairChild(const std::string& binary, const std::vector<std::string>& args,
@@ -65,6 +66,8 @@ class GpufairChild {
   GpufairChild& operator=(const GpufairChild&) = delete;
 
   pid_t pid() const { return pid_; }
+  // Whether the child has ended (reaped here; the log file says why).
+  bool exited();
   // The webhook port from the banner; throws when the child exits or says nothing in `timeout`.
   std::uint16_t waitForPort(std::chrono::seconds timeout);
 
@@ -121,6 +124,10 @@ class Binders {
   std::atomic<int> failures_{0};
   std::vector<std::thread> threads_;
 };
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read, closed), for a child
+// that takes its port as an argument (the limit server).
+std::uint16_t freePort();
 
 // The q-quantile (0..1) of `values` (sorted in place); 0 when empty.
 double quantile(std::vector<double>& values, double q);
