@@ -72,6 +72,9 @@ struct Options {
   std::string perfOut;  // set: `perf record -g` gpufair while the pods are driven, into this file
   std::string limitServer;                // set: drive this limit-server binary instead of gpufair
   std::string limitServerMode = "fixed";  // its mode: fixed (reply ignores the body) or simdjson
+  // > 0: the pending pods ask for this many thousandths of one GPU (gpufair.io/gpu-milli, which the
+  // shipped scheduler config marks ignoredByScheduler) instead of one whole nvidia.com/gpu.
+  int gpuMilli = 0;
 };
 
 Options parseOptions(int argc, char** argv) {
@@ -114,7 +117,12 @@ Options parseOptions(int argc, char** argv) {
   take("serve-flags", o.serveFlags);
   take("limit-server", o.limitServer);
   take("limit-server-mode", o.limitServerMode);
+  take("gpu-milli", o.gpuMilli);
   if (!kv.empty()) throw std::runtime_error("unknown option --" + kv.begin()->first);
+  if (o.gpuMilli < 0 || o.gpuMilli >= 1000) {
+    throw std::runtime_error("--gpu-milli is 1..999 (0: whole GPUs), not " +
+                             std::to_string(o.gpuMilli));
+  }
   if (o.limitServerMode != "fixed" && o.limitServerMode != "simdjson") {
     throw std::runtime_error("--limit-server-mode is fixed or simdjson, not " + o.limitServerMode);
   }
@@ -156,9 +164,12 @@ std::vector<std::string> loadCluster(k8s::fake::FakeApiServer& api, const Option
   std::vector<std::string> pending;
   pending.reserve(o.pods);
   for (int i = 0; i < o.pods; ++i) {
-    pending.push_back(api.create("/api/v1/namespaces/bench/pods",
-                                 k8s::fake::makePod("bench", "p-" + std::to_string(i)))
-                          .dump());
+    json pod = k8s::fake::makePod("bench", "p-" + std::to_string(i));
+    if (o.gpuMilli > 0) {
+      pod["spec"]["containers"][0]["resources"] = {
+          {"limits", {{"gpufair.io/gpu-milli", std::to_string(o.gpuMilli)}}}};
+    }
+    pending.push_back(api.create("/api/v1/namespaces/bench/pods", std::move(pod)).dump());
   }
   return pending;
 }
@@ -188,15 +199,19 @@ struct RunTotals {
 };
 
 // kube-scheduler's scheduling loop, one pod at a time. Returns the node index chosen, or -1.
-// With `reference` (the limit server) the answer decides nothing: the first feasible node is taken.
+// With the limit server (o.limitServer) the answer decides nothing: the first feasible node is
+// taken. A fractional pod's gpufair.io/gpu-milli is ignoredByScheduler: kube-scheduler finds every
+// node feasible and counts nothing for it.
 int schedulePod(KeepAliveClient& client, simdjson::dom::parser& parser, const std::string& pod,
                 std::vector<int>& freeGpus, std::mutex& freeMu, PodTiming& timing,
-                RunTotals& totals, bool reference) {
+                RunTotals& totals, const Options& o) {
+  const bool reference = !o.limitServer.empty();
+  const int wholeGpus = o.gpuMilli > 0 ? 0 : 1;
   std::vector<int> feasible;
   {
     std::lock_guard lock(freeMu);
     for (std::size_t n = 0; n < freeGpus.size(); ++n) {
-      if (freeGpus[n] >= 1) feasible.push_back(static_cast<int>(n));
+      if (freeGpus[n] >= wholeGpus) feasible.push_back(static_cast<int>(n));
     }
   }
   if (feasible.empty()) return -1;
@@ -207,7 +222,7 @@ int schedulePod(KeepAliveClient& client, simdjson::dom::parser& parser, const st
   if (reference) {
     if (answer.status != 200) throw std::runtime_error("/filter answered " + answer.error);
     std::lock_guard lock(freeMu);
-    --freeGpus[feasible.front()];
+    freeGpus[feasible.front()] -= wholeGpus;
     ++totals.scheduled;
     return feasible.front();
   }
@@ -247,7 +262,7 @@ int schedulePod(KeepAliveClient& client, simdjson::dom::parser& parser, const st
   }
   const int node = std::stoi(chosen.substr(5));  // "node-<i>"
   std::lock_guard lock(freeMu);
-  --freeGpus[node];  // kube-scheduler assumes the pod before binding it
+  freeGpus[node] -= wholeGpus;  // kube-scheduler assumes the pod before binding it
   ++totals.scheduled;
   return node;
 }
@@ -325,7 +340,7 @@ int run(const Options& o) {
     Binders binders(port, o.bindWorkers, timings, freeGpus, freeMu);
     for (int i = 0; i < o.pods; ++i) {
       const int node =
-          schedulePod(client, parser, pods[i], freeGpus, freeMu, timings[i], totals, reference);
+          schedulePod(client, parser, pods[i], freeGpus, freeMu, timings[i], totals, o);
       if (node < 0) continue;
       binders.submit({i, node,
                       "{\"PodName\":\"p-" + std::to_string(i) +
@@ -355,8 +370,14 @@ int run(const Options& o) {
   }
   const std::size_t bindings = api.requests("POST", "/api/v1/namespaces/bench/pods").size();
   int boundInApi = 0;
+  int withGpuIndex = 0;  // fractional pods: the GPU chosen rides on the Binding as an annotation
   for (const auto& pod : api.list("/api/v1/namespaces/bench/pods")) {
-    boundInApi += pod["spec"].contains("nodeName") ? 1 : 0;
+    if (!pod["spec"].contains("nodeName")) continue;
+    ++boundInApi;
+    withGpuIndex += pod["metadata"].contains("annotations") &&
+                            pod["metadata"]["annotations"].contains("gpufair.io/gpu-index")
+                        ? 1
+                        : 0;
   }
   if (totals.unschedulable > 0) {
     std::fprintf(stderr, "load_driver: %d pods unschedulable, first: %s\n", totals.unschedulable,
@@ -369,13 +390,16 @@ int run(const Options& o) {
       "RESULT extender=%s mode=%s nodes=%d existing_pods=%d pods=%d bound=%d bound_in_api=%d "
       "api_writes=%zu prioritized=%d seconds=%.2f pods_per_s=%.0f extender_us_p50=%.0f "
       "extender_us_p99=%.0f filter_us_p50=%.0f filter_us_p99=%.0f cpu_us_per_pod=%.1f "
-      "rss_mib=%.0f peak_rss_mib=%.0f ready_s=%.1f write_latency_ms=%d\n",
+      "rss_mib=%.0f peak_rss_mib=%.0f ready_s=%.1f write_latency_ms=%d gpu_milli=%d "
+      "with_gpu_index=%d\n",
       extender.c_str(), o.mode.c_str(), o.nodes, o.existingPods, o.pods, bound, boundInApi,
       bindings, prioritized, seconds, bound / seconds, quantile(perPod, 0.5),
       quantile(perPod, 0.99), quantile(filters, 0.5), quantile(filters, 0.99), cpuPerPodUs,
-      after.rssMiB, after.peakRssMiB, readySeconds, o.writeLatencyMs);
+      after.rssMiB, after.peakRssMiB, readySeconds, o.writeLatencyMs, o.gpuMilli, withGpuIndex);
   // The limit server posts no Binding: only gpufair's pods are looked for in the API server.
-  return bound == o.pods && (reference || boundInApi == o.pods) ? 0 : 1;
+  const bool apiAgrees =
+      reference || (boundInApi == o.pods && (o.gpuMilli == 0 || withGpuIndex == o.pods));
+  return bound == o.pods && apiAgrees ? 0 : 1;
 }
 
 }  // namespace
