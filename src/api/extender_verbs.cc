@@ -128,8 +128,41 @@ Response ExtenderService::filter(std::string_view body) {
   return response;
 }
 
+namespace {
+
+// Whether /filter in best mode holds the pod's GPU share from its answer on (holdShare below): a
+// fractional pod outside a gang, with the uid /bind names it by.
+bool sharesHeldAtFilter(const policy::Pod& pod) {
+  return pod.isFractional() && !pod.inGang() && !pod.uid.empty();
+}
+
+}  // namespace
+
+// A fractional pod asks for gpufair.io/gpu-milli, which the shipped scheduler config marks
+// ignoredByScheduler: kube-scheduler counts nothing for it while its bind is in flight (its
+// binding cycle runs after the next pods' scheduling cycles), so every /filter until the /bind
+// arrived was answered the same GPU share and all but one of those binds were refused ("no longer
+// fits"; 14% of 3,000 half-GPU pods with 3 ms API writes, bench/RESULTS.md), each refused pod
+// going back to kube-scheduler's backoff. Best mode answers one node, where kube-scheduler then
+// binds unless a plugin of its own fails later; so the share is held from the answer on, as
+// /bind's assumption holds it (GPU chosen then): /bind to that node finds it held and binds; a new
+// /filter for the pod (kube-scheduler trying again) drops it first; assumeTtl ends it otherwise.
+void ExtenderService::dropHeldShare(const policy::Pod& pod) {
+  if (sharesHeldAtFilter(pod) && mirror_.isAssumed(pod.uid)) mirror_.forget(pod.uid);
+}
+
+void ExtenderService::holdShare(const policy::Pod& pod, const policy::FilterResult& result) {
+  if (filterMode_.keep != 1 || result.feasible.size() != 1 || !sharesHeldAtFilter(pod)) return;
+  auto held = mirror_.assume(pod.uid, result.feasible.front());
+  if (!held) {  // /bind decides again on the state it then finds
+    spdlog::debug("filter {}: share on {} not held: {}", pod.key(), result.feasible.front(),
+                  held.error());
+  }
+}
+
 policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
   upsertChangedNodes(mirror_, args);
+  dropHeldShare(args.pod);
   mirror_.notePending(args.pod);
   if (Status allowed = decisionsAllowed(); !allowed.isOk()) {
     spdlog::info("filter {}: every node refused: {}", args.pod.key(), allowed.reason());
@@ -165,6 +198,7 @@ policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
       requestObserver_->filterRejected(rejectionCategory(*snapshot, args.pod, result));
     }
   }
+  holdShare(args.pod, result);
   return result;
 }
 

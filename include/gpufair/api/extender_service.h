@@ -129,6 +129,9 @@ class ExtenderService final : public RequestHandler {
   struct PreparedBind;
   std::string prepareBind(const BindingArgs& args, PreparedBind& prepared);
   std::string finishBind(const PreparedBind& prepared, const Status& bound);
+  // A fractional pod's share held from /filter on in best mode (see extender_verbs.cc).
+  void dropHeldShare(const policy::Pod& pod);
+  void holdShare(const policy::Pod& pod, const policy::FilterResult& result);
 
   state::Mirror& mirror_;
   const policy::Scorer& scorer_;
