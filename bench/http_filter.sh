@@ -60,13 +60,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- limit server ------------------------------------------------------------------------------
-limit_src="$SHARED_DIR/bench/limit-server.cpp"
 limit_bin="$WORK_DIR/limit-server"
-[[ -f "$limit_src" ]] || { echo "http_filter.sh: $limit_src not found (set SHARED_DIR)" >&2; exit 2; }
-if [[ ! -x "$limit_bin" || "$limit_src" -nt "$limit_bin" ]]; then
-  echo "building $limit_bin" >&2
-  g++ -O2 -std=c++17 "$limit_src" -o "$limit_bin" -lsimdjson -lpthread
-fi
+"$here/build_limit_server.sh" "$SHARED_DIR" "$limit_bin"
 
 # --- inputs ----------------------------------------------------------------------------------
 cluster="$WORK_DIR/cluster-${NODES}n-${PODS_PER_NODE}p.yaml"

@@ -29,13 +29,8 @@ fi
 
 limit_bin=""
 if [[ -n "${LIMIT:-}" ]]; then
-  limit_src="${SHARED_DIR:-$repo/../shared}/bench/limit-server.cpp"
   limit_bin="$BUILD_DIR/bench/limit-server"
-  [[ -f "$limit_src" ]] || { echo "load_driver.sh: $limit_src not found (set SHARED_DIR)" >&2; exit 2; }
-  if [[ ! -x "$limit_bin" || "$limit_src" -nt "$limit_bin" ]]; then
-    echo "building $limit_bin" >&2
-    g++ -O2 -std=c++17 "$limit_src" -o "$limit_bin" -lsimdjson -lpthread
-  fi
+  "$here/build_limit_server.sh" "${SHARED_DIR:-$repo/../shared}" "$limit_bin"
 fi
 
 results=()
