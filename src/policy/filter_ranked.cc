@@ -209,6 +209,12 @@ namespace {
 // each ties with (same score, not reserved: a node holding reservations is a shape of its own)
 // and comes after `keep` candidates already there, and ties go by candidate order. At least
 // `keep` are kept when more than `keep` fit, so the first `keep` are the whole order's.
+// A node answered, kube-scheduler reads no reasons: they only explain a pod that fits nowhere.
+void dropReasons(FilterResult& r) {
+  r.failed.clear();
+  r.unresolvable.clear();
+}
+
 FilterResult filterRankedByShape(const ClusterSnapshot& snapshot, const Pod& pod,
                                  std::span<const std::string_view> candidates,
                                  std::span<const std::ptrdiff_t> positions, const Scorer& scorer,
@@ -228,11 +234,12 @@ FilterResult filterRankedByShape(const ClusterSnapshot& snapshot, const Pod& pod
   FittingScores fitting;
   std::vector<std::size_t> at;  // each kept node's position in nodes
   std::size_t fitCount = 0;
+  // The candidates that do not fit, in order: given reasons only when none fits (see filter.h).
+  std::vector<std::size_t> unfit;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const std::ptrdiff_t position = positions[i];
     if (position < 0) {
-      r.failed.push_back({candidates[i], "node " + std::string(candidates[i]) +
-                                             " is not in gpufair's cluster view yet"});
+      unfit.push_back(i);
       continue;
     }
     const auto p = static_cast<std::size_t>(position);
@@ -254,12 +261,24 @@ FilterResult filterRankedByShape(const ClusterSnapshot& snapshot, const Pod& pod
     }
     const NodeState* node = nodes[p];
     if (!fits) {
-      reject(r, candidates[i], fitsNode(*node, pod, options));
+      unfit.push_back(i);
       continue;
     }
     fitting.nodes.push_back(node);
     fitting.where.push_back(i);
     at.push_back(p);
+  }
+  if (fitCount == 0) {
+    for (std::size_t i : unfit) {
+      if (positions[i] < 0) {
+        r.failed.push_back({candidates[i], "node " + std::string(candidates[i]) +
+                                               " is not in gpufair's cluster view yet"});
+      } else {
+        reject(r, candidates[i],
+               fitsNode(*nodes[static_cast<std::size_t>(positions[i])], pod, options));
+      }
+    }
+    return r;
   }
   std::vector<std::size_t> picked;
   if (fitCount <= keep) {
@@ -283,7 +302,9 @@ FilterResult filterRanked(const ClusterSnapshot& snapshot, const Pod& pod,
   // The gang rules, and pods fit leaves alone, answer by name: filter, then rank the answer.
   if (keep == 0 || pod.inGang() || (pod.gpus == 0 && !snapshot.fitOptions().checkCpuMemory)) {
     FilterResult r = filter(snapshot, pod, candidates, positions);
-    if (keep == 0 || r.feasible.size() <= keep) return r;
+    if (keep == 0) return r;
+    if (!r.feasible.empty()) dropReasons(r);
+    if (r.feasible.size() <= keep) return r;
     keepFeasible(r, rankFeasible(snapshot, pod, candidates, positions, r.feasible, scorer, keep));
     return r;
   }
@@ -304,6 +325,7 @@ FilterResult filterRanked(const ClusterSnapshot& snapshot, const Pod& pod,
                               fitting.where.push_back(i);
                               at.push_back(static_cast<std::size_t>(positions[i]));
                             });
+  if (!fitting.where.empty()) dropReasons(r);
   std::vector<std::size_t> picked;
   if (fitting.where.size() <= keep) {
     picked = fitting.where;

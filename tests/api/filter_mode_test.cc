@@ -63,15 +63,20 @@ TEST_F(FilterModeTest, AllAnswersEveryNodeThatFits) {
 TEST_F(FilterModeTest, BestAnswersTheNodeGpufairWouldChooseAndNothingAboutTheOthersThatFit) {
   const json reply = filter(FilterMode{1}, podJson("team-a", "p", "uid-p", 2));
   EXPECT_EQ(reply.at("NodeNames"), json::array({"gpu-node-2"}));
-  EXPECT_FALSE(reply.at("FailedNodes").contains("gpu-node-1")) << reply.dump();
-  EXPECT_FALSE(reply.at("FailedAndUnresolvableNodes").contains("gpu-node-1")) << reply.dump();
-  // Hard constraints are answered as before.
-  EXPECT_EQ(reply.at("FailedAndUnresolvableNodes").at("gpu-node-3"),
-            "node gpu-node-3 is unschedulable (cordoned)");
+  // Nor about the nodes that do not fit: with a node answered kube-scheduler reads no reasons.
+  EXPECT_EQ(reply.at("FailedNodes"), json::object()) << reply.dump();
+  EXPECT_EQ(reply.at("FailedAndUnresolvableNodes"), json::object()) << reply.dump();
   // A pod that fits one node only gets that node in every mode.
   const json big = filter(FilterMode{1}, podJson("team-a", "big", "uid-big", 4));
   EXPECT_EQ(big.at("NodeNames"), json::array({"gpu-node-1"}));
-  EXPECT_EQ(big.at("FailedNodes").at("gpu-node-2"), "fewer than 4 GPUs free");
+  EXPECT_EQ(big.at("FailedNodes"), json::object()) << big.dump();
+  // A pod that fits nowhere gets every node's reason, hard constraints as unresolvable.
+  const json none = filter(FilterMode{1}, podJson("team-a", "huge", "uid-huge", 9));
+  EXPECT_EQ(none.at("NodeNames"), json::array());
+  EXPECT_EQ(none.at("FailedAndUnresolvableNodes").at("gpu-node-3"),
+            "node gpu-node-3 is unschedulable (cordoned)");
+  EXPECT_EQ(none.at("FailedNodes").size() + none.at("FailedAndUnresolvableNodes").size(), 4u)
+      << none.dump();
 }
 
 TEST_F(FilterModeTest, TopNKeepsTheNBest) {

@@ -176,6 +176,10 @@ FilterResult plainRanked(const ClusterSnapshot& snapshot, const Pod& pod,
                          std::span<const std::string_view> candidates, const Scorer& scorer,
                          std::size_t keep) {
   FilterResult r = filter(snapshot, pod, candidates);
+  if (!r.feasible.empty()) {  // a node answered: no reasons (filterRanked's contract)
+    r.failed.clear();
+    r.unresolvable.clear();
+  }
   if (r.feasible.size() <= keep) return r;
   const std::vector<std::size_t> order = rankCandidates(snapshot, pod, r.feasible, scorer, keep);
   std::vector<std::string_view> kept;
@@ -188,7 +192,8 @@ FilterResult plainRanked(const ClusterSnapshot& snapshot, const Pod& pod,
 
 // Random clusters (reclaim holds among them) and random NodeNames lists (unknown names,
 // duplicates, infeasible and unschedulable nodes): filterRanked gives the plain path's answer,
-// the pick and every FailedNodes reason, for gang members and pods fit leaves alone too.
+// the pick, and every FailedNodes reason when no node fits, for gang members and pods fit leaves
+// alone too.
 TEST(FilterRanked, GivesThePlainFilterThenRankAnswer) {
   std::vector<Pod> pods = testing::filterEquivalencePods();
   pods.push_back(MakePod("team-b", "g").gpus(2).gang("train", 2));

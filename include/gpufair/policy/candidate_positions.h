@@ -97,9 +97,13 @@ std::vector<std::size_t> rankFeasible(const ClusterSnapshot& snapshot, const Pod
 
 // What /filter answers in best and top-N modes: filter(snapshot, pod, candidates, positions) with
 // its feasible names narrowed, when more than `keep` fit, to the first `keep` of rankFeasible's
-// order (kept in the candidates' order); keep == 0 keeps them all. The same answer (feasible,
-// failed, unresolvable, admission), in one pass from the positions to the pick for a pod not in a
-// gang: no feasible names list matched back to positions.
+// order (kept in the candidates' order); keep == 0 keeps them all and is filter()'s answer. With
+// keep > 0 and some candidate fitting, failed and unresolvable are empty: kube-scheduler reads
+// reasons only when no node is left (FitError), and a reason for each node that does not fit made
+// the work and the answer grow with the cluster (a fractional pod, whose gpu-milli kube-scheduler
+// ignores, is sent every node); with none fitting, every candidate has its reason, as filter()'s.
+// In one pass from the positions to the pick for a pod not in a gang: no feasible names list
+// matched back to positions.
 FilterResult filterRanked(const ClusterSnapshot& snapshot, const Pod& pod,
                           std::span<const std::string_view> candidates,
                           std::span<const std::ptrdiff_t> positions, const Scorer& scorer,
