@@ -203,18 +203,18 @@ void keepFeasible(FilterResult& r, std::span<const std::size_t> order) {
 
 namespace {
 
-// filterRanked's one pass when the scorer scores nodes of one shape alike, per candidate an array
-// read and a per-shape table: fit is checked once per shape, and only the first `keep` fitting
-// candidates of each shape go on to the ranking. The others cannot be among the first `keep`:
-// each ties with (same score, not reserved: a node holding reservations is a shape of its own)
-// and comes after `keep` candidates already there, and ties go by candidate order. At least
-// `keep` are kept when more than `keep` fit, so the first `keep` are the whole order's.
 // A node answered, kube-scheduler reads no reasons: they only explain a pod that fits nowhere.
 void dropReasons(FilterResult& r) {
   r.failed.clear();
   r.unresolvable.clear();
 }
 
+// filterRanked's one pass when the scorer scores nodes of one shape alike, per candidate an array
+// read and a per-shape table: fit is checked once per shape, and only the first `keep` fitting
+// candidates of each shape go on to the ranking. The others cannot be among the first `keep`:
+// each ties with (same score, not reserved: a node holding reservations is a shape of its own)
+// and comes after `keep` candidates already there, and ties go by candidate order. At least
+// `keep` are kept when more than `keep` fit, so the first `keep` are the whole order's.
 FilterResult filterRankedByShape(const ClusterSnapshot& snapshot, const Pod& pod,
                                  std::span<const std::string_view> candidates,
                                  std::span<const std::ptrdiff_t> positions, const Scorer& scorer,
@@ -234,7 +234,8 @@ FilterResult filterRankedByShape(const ClusterSnapshot& snapshot, const Pod& pod
   FittingScores fitting;
   std::vector<std::size_t> at;  // each kept node's position in nodes
   std::size_t fitCount = 0;
-  // The candidates that do not fit, in order: given reasons only when none fits (see filter.h).
+  // The candidates that do not fit, in order: given reasons only when none fits (see filterRanked
+  // in candidate_positions.h).
   std::vector<std::size_t> unfit;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const std::ptrdiff_t position = positions[i];
