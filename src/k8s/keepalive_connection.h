@@ -23,6 +23,7 @@
 #include <boost/beast/http.hpp>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include "keepalive_transport.h"
@@ -60,6 +61,27 @@ inline bool closedWhileIdle(const error_code& ec) {
   return ec == http::error::end_of_stream || ec == asio::error::eof ||
          ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
          ec == asio::error::connection_aborted || ec == ssl::error::stream_truncated;
+}
+
+inline error_code lastError() {
+  return {errno, boost::system::system_category()};
+}
+
+// Waits until the socket is ready for `events` (POLLIN, POLLOUT), or the deadline passes
+// (beast::error::timeout).
+inline error_code waitReady(int fd, short events, SteadyClock::time_point deadline) {
+  for (;;) {
+    int timeoutMs = -1;
+    if (deadline != SteadyClock::time_point::max()) {
+      const auto left = deadline - SteadyClock::now();
+      if (left <= SteadyClock::duration::zero()) return beast::error::timeout;
+      timeoutMs = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+    }
+    pollfd one{fd, events, 0};
+    const int n = ::poll(&one, 1, timeoutMs);
+    if (n > 0) return {};  // ready, or an error or hang-up the next call reports
+    if (n < 0 && errno != EINTR) return lastError();
+  }
 }
 
 // False when the server closed the connection on `socket` (or sent something unasked) while it

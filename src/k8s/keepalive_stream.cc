@@ -3,16 +3,10 @@
 #include <thread>
 #include <vector>
 
-#include <poll.h>
-
 #include "keepalive_connection.h"
 
 namespace gpufair::k8s::detail {
 namespace {
-
-error_code lastError() {
-  return {errno, boost::system::system_category()};
-}
 
 // Reads what the plain TCP socket `fd` holds into `buffer` (up to kReadChunk bytes) with the
 // socket calls themselves: through the connection's io_context each read cost a speculative recv
@@ -28,14 +22,11 @@ error_code readPlain(int fd, beast::flat_buffer& buffer, bool waitFirst,
   for (;;) {
     if (cancel.load()) return kCancelled;
     if (wait) {
-      const auto now = SteadyClock::now();
-      if (now >= deadline) return beast::error::timeout;
-      const auto slice = std::min(deadline, now + kPollSlice) - now;
-      pollfd one{fd, POLLIN, 0};
-      const int n = ::poll(
-          &one, 1, static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(slice).count()));
-      if (n < 0 && errno != EINTR) return lastError();
-      if (n <= 0) continue;  // the slice passed (or a signal): cancel and deadline again
+      if (error_code ec =
+              waitReady(fd, POLLIN, std::min(deadline, SteadyClock::now() + kPollSlice))) {
+        if (ec != beast::error::timeout || SteadyClock::now() >= deadline) return ec;
+        continue;  // the slice passed: cancel again
+      }
     }
     const auto space = buffer.prepare(kReadChunk);
     const ssize_t n = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);

@@ -2,8 +2,6 @@
 #include <stdexcept>
 #include <string_view>
 
-#include <poll.h>
-
 #include "keepalive_connection.h"
 
 namespace gpufair::k8s::detail {
@@ -68,26 +66,6 @@ ServerParts parseServer(std::string_view server) {
 }
 
 using ResponseParser = http::response_parser<http::string_body>;
-
-error_code lastError() {
-  return {errno, boost::system::system_category()};
-}
-
-// Waits until the socket is ready for `events` (POLLIN, POLLOUT), or the deadline passes.
-error_code waitReady(int fd, short events, SteadyClock::time_point deadline) {
-  for (;;) {
-    int timeoutMs = -1;
-    if (deadline != SteadyClock::time_point::max()) {
-      const auto left = deadline - SteadyClock::now();
-      if (left <= SteadyClock::duration::zero()) return beast::error::timeout;
-      timeoutMs = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
-    }
-    pollfd one{fd, events, 0};
-    const int n = ::poll(&one, 1, timeoutMs);
-    if (n > 0) return {};  // ready, or an error or hang-up the next call reports
-    if (n < 0 && errno != EINTR) return lastError();
-  }
-}
 
 // Feeds the parser what the buffer holds, as Beast's read does.
 error_code parseBuffered(beast::flat_buffer& buffer, ResponseParser& parser) {
