@@ -148,7 +148,7 @@ bool sharesHeldAtFilter(const policy::Pod& pod) {
 // /bind's assumption holds it (GPU chosen then): /bind to that node finds it held and binds; a new
 // /filter for the pod (kube-scheduler trying again) drops it first; assumeTtl ends it otherwise.
 void ExtenderService::dropHeldShare(const policy::Pod& pod) {
-  if (sharesHeldAtFilter(pod) && mirror_.isAssumed(pod.uid)) mirror_.forget(pod.uid);
+  if (sharesHeldAtFilter(pod)) mirror_.forget(pod.uid);  // only an assumed pod is reset
 }
 
 void ExtenderService::holdShare(const policy::Pod& pod, const policy::FilterResult& result) {
