@@ -1,10 +1,9 @@
 // ExtenderServer: the HTTP/1.1 transport of the webhooks (Boost.Beast, asynchronous, keep-alive) on
 // `threads` io threads (one io_context each; connections spread over them in turn), over TLS when
-// `tls` names a certificate and key (optionally requiring a
-// client certificate signed by `tls.clientCaFile`, as kube-scheduler presents with its
-// extender tlsConfig). Plain HTTP is refused on any address but loopback unless
-// allowInsecureHttp is set. Each request is read under limits and handed to a RequestHandler;
-// each limit is counted in stats():
+// `tls` names a certificate and key (optionally requiring a client certificate signed by
+// `tls.clientCaFile`, as kube-scheduler presents with its extender tlsConfig). Plain HTTP is
+// refused on any address but loopback unless allowInsecureHttp is set. Each request is read under
+// limits and handed to a RequestHandler; each limit is counted in stats():
 //   body over maxBodyBytes            -> 413, connection closed            (bodyTooLarge)
 //   header over maxHeaderBytes        -> 431, connection closed            (headerTooLarge)
 //   malformed HTTP                    -> 400, connection closed            (malformedRequests)
