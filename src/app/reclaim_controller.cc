@@ -144,23 +144,40 @@ ReclaimRoundStats ReclaimController::runOnce() {
   });
 
   int acted = 0;
+  // What each class of alike pods came to since the round last changed: with thousands of owed
+  // pods that fit already, or that no eviction can serve, one plan per class instead of per pod.
+  std::map<std::string, Attempt, std::less<>> alike;
   for (const Owed& o : owed) {
     if (acted >= settings_.maxReclaimsPerRound) break;
     // No ping-pong: a queue that just gave GPUs back does not take others' in the same round.
     if (r.drainedQueues.count(o.pod->queue) > 0) continue;
     ++r.stats.owed;
-    switch (reclaimFor(r, o.pod)) {
+    const std::string key = policy::reclaimClassKey(*r.snap, *o.pod, optionsFor(r));
+    Attempt attempt;
+    if (auto it = key.empty() ? alike.end() : alike.find(key); it != alike.end()) {
+      attempt = it->second;
+    } else {
+      attempt = reclaimFor(r, o.pod);
+      if (!attempt.alike) {
+        alike.clear();
+      } else if (!key.empty()) {
+        alike.emplace(key, attempt);
+      }
+    }
+    switch (attempt.result) {
       case Result::kActed:
         ++acted;
         break;
       case Result::kWaiting:
         ++r.stats.waiting;
+        if (observer_) observer_->waiting(*o.pod, attempt.reason);
         break;
       case Result::kNotNeeded:
         break;
     }
   }
   r.stats.inFlight = static_cast<int>(inFlight_.size());
+  if (observer_) observer_->roundEnded();
   std::lock_guard lock(mu_);
   lastRound_ = r.stats;
   evictionsTotal_ += static_cast<std::uint64_t>(r.stats.evicted);
@@ -169,42 +186,49 @@ ReclaimRoundStats ReclaimController::runOnce() {
   return r.stats;
 }
 
-ReclaimController::Result ReclaimController::reclaimFor(Round& r, const policy::PodPtr& pod) {
+policy::ReclaimOptions ReclaimController::optionsFor(const Round& r) {
   policy::ReclaimOptions options;
   options.now = r.now;
   options.excludedNodes = r.excludedNodes;
   options.promised = r.promised;
+  options.releasing = r.releasing;
+  return options;
+}
+
+ReclaimController::Attempt ReclaimController::reclaimFor(Round& r, const policy::PodPtr& pod) {
+  policy::ReclaimOptions options = optionsFor(r);
   std::vector<policy::PodPtr> evictedForThis;
   std::string reason;
+  bool firstPlanOnly = false;  // the first plan was no plan, and nothing was evicted
   for (int attempt = 0; attempt < settings_.maxAttempts; ++attempt) {
     options.releasing = r.releasing;
     policy::ReclaimOutcome out = policy::planReclaim(*r.snap, *pod, options);
     if (out.kind != policy::ReclaimOutcome::Kind::kPlanned) {
+      firstPlanOnly = attempt == 0;
       if (out.kind == policy::ReclaimOutcome::Kind::kNotNeeded && evictedForThis.empty())
-        return Result::kNotNeeded;
+        return {Result::kNotNeeded, {}, firstPlanOnly};
       reason = std::move(out.reason);
       break;
     }
     const policy::ReclaimPlan& plan = *out.plan;
     if (settings_.dryRun) {
       recordDryRun(r, pod, plan);
-      return Result::kActed;
+      return {Result::kActed, {}, false};
     }
     // The waiting pod must still exist and wait, as the API server (the watch) says now: a pod
     // deleted or bound since the round's snapshot is worth no eviction.
     if (!stillWaits(*pod)) {
       spdlog::info("reclaim: {} no longer waits; nothing evicted for it", pod->key());
-      return evictedForThis.empty() ? Result::kNotNeeded : Result::kActed;
+      return {evictedForThis.empty() ? Result::kNotNeeded : Result::kActed, {}, false};
     }
     const bool dropped = !evictVictims(r, plan, options, evictedForThis, reason);
     r.snap = mirror_.snapshot();  // file mode: the victims are gone already
     if (dropped) continue;
     holdForReclaimer(r, pod, plan, std::move(evictedForThis));
-    return Result::kActed;
+    return {Result::kActed, {}, false};
   }
   orphans_.insert(orphans_.end(), evictedForThis.begin(), evictedForThis.end());
-  if (observer_) observer_->waiting(*pod, reason);
-  return Result::kWaiting;
+  return {Result::kWaiting, std::move(reason), firstPlanOnly};
 }
 
 void ReclaimController::recordDryRun(Round& r, const policy::PodPtr& pod,

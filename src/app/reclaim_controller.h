@@ -100,8 +100,18 @@ class ReclaimController {
 
   void pruneInFlight(Timestamp now);
   enum class Result { kActed, kNotNeeded, kWaiting };
+  // What a reclaimer came to. alike: it followed from its first plan alone and changed nothing
+  // in the round, so every pod of its policy::reclaimClassKey comes to the same until something
+  // changes (the round then plans once per class instead of once per pod).
+  struct Attempt {
+    Result result = Result::kNotNeeded;
+    std::string reason;  // kWaiting: why, naming no pod
+    bool alike = false;
+  };
+  // The options planReclaim sees for the round as it stands.
+  static policy::ReclaimOptions optionsFor(const Round& round);
   // Tries up to maxAttempts plans for one reclaimer.
-  Result reclaimFor(Round& round, const policy::PodPtr& pod);
+  Attempt reclaimFor(Round& round, const policy::PodPtr& pod);
   // Dry run: counts the plan as carried out for the rest of the round, and reports it.
   void recordDryRun(Round& round, const policy::PodPtr& pod, const policy::ReclaimPlan& plan);
   // Whether the mirror still has `pod`, unbound, not finished and not terminating.

@@ -1,5 +1,8 @@
 #include "reclaim_runner.h"
 
+#include <map>
+#include <string>
+
 #include <spdlog/spdlog.h>
 
 #include "gpufair/k8s/evictor.h"
@@ -30,9 +33,24 @@ class ReclaimRunner::LogObserver final : public state::ReclaimObserver {
     spdlog::info("reclaim: {}", plan.reason);
     if (next_) next_->reclaimed(plan);
   }
+  // One line per pod at debug; at info one line per reason and round (a backlog of thousands of
+  // owed pods waiting for the same reason would otherwise log thousands of lines per round).
   void waiting(const policy::Pod& reclaimer, const std::string& reason) override {
-    spdlog::info("reclaim: {} waits: {}", reclaimer.key(), reason);
+    spdlog::debug("reclaim: {} waits: {}", reclaimer.key(), reason);
+    auto [it, first] = waiting_.try_emplace(reason, Waiting{reclaimer.key(), 0});
+    ++it->second.pods;
     if (next_) next_->waiting(reclaimer, reason);
+  }
+  void roundEnded() override {
+    for (const auto& [reason, w] : waiting_) {
+      if (w.pods == 1) {
+        spdlog::info("reclaim: {} waits: {}", w.first, reason);
+      } else {
+        spdlog::info("reclaim: {} and {} more owed pods wait: {}", w.first, w.pods - 1, reason);
+      }
+    }
+    waiting_.clear();
+    if (next_) next_->roundEnded();
   }
   void dryRun(const policy::ReclaimPlan& plan) override {
     spdlog::info("reclaim: {}", k8s::describeDryRun(plan));
@@ -40,12 +58,18 @@ class ReclaimRunner::LogObserver final : public state::ReclaimObserver {
   }
   void roundFailed(const std::string& what) override {
     spdlog::error("reclaim: round failed: {}", what);
+    waiting_.clear();
     if (next_) next_->roundFailed(what);
   }
 
  private:
+  struct Waiting {
+    std::string first;  // the first pod's key
+    int pods = 0;
+  };
   state::ReclaimObserver* next_;
   const ReclaimRunner::EvictionHook& hook_;  // the runner's; set before start()
+  std::map<std::string, Waiting> waiting_;   // this round's, by reason
 };
 
 ReclaimRunner::ReclaimRunner(state::Mirror& mirror, ReclaimSettings settings, ClockPtr clock,

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "gpufair/policy/fair_share.h"
+#include "gpufair/policy/reservation.h"
 
 #include "reclaim_planner.h"
 
@@ -181,12 +182,11 @@ ReclaimPlan Planner::commit(const NodePlan& chosen) const {
 
 std::optional<ReclaimOutcome> Planner::prepare() {
   using Kind = ReclaimOutcome::Kind;
-  if (pod_.gpus <= 0) return outcome(Kind::kNotEligible, "pod " + pod_.key() + " requests no GPUs");
+  if (pod_.gpus <= 0) return outcome(Kind::kNotEligible, "the pod requests no GPUs");
   buildQueues();
   reclaimer_ = queueOf(pod_);
   if (reclaimer_ < 0) {
-    return outcome(Kind::kNotEligible,
-                   "queue " + pod_.queue + " of pod " + pod_.key() + " does not exist");
+    return outcome(Kind::kNotEligible, "its queue " + pod_.queue + " does not exist");
   }
   QueueInfo& mine = queues_[static_cast<std::size_t>(reclaimer_)];
   mine.owed = fairShareCounting(snap_, pod_);  // with the pod counted, pending or not
@@ -251,12 +251,11 @@ std::optional<ReclaimOutcome> Planner::findCandidates(std::vector<Candidate>& ca
       c.releasingPods = it->second;
       for (const auto& p : c.releasingPods) c.releasing += freedBy(*p);
       if (nodeFits(log_.nodeAfter(index), pod_, snap_.fitOptions())) {
-        return outcome(Kind::kNotNeeded, "pod " + pod_.key() + " fits on node " + node.name() +
+        return outcome(Kind::kNotNeeded, "it fits on node " + node.name() +
                                              " once pods being evicted there are gone");
       }
     } else if (nodeFits(node, pod_, snap_.fitOptions())) {
-      return outcome(Kind::kNotNeeded,
-                     "pod " + pod_.key() + " fits on node " + node.name() + " now");
+      return outcome(Kind::kNotNeeded, "it fits on node " + node.name() + " now");
     }
     // GPUs reserved here for another pod or gang are not the reclaimer's to free.
     if (!node.reservations().empty()) {
@@ -316,8 +315,8 @@ std::optional<NodePlan> Planner::search(std::vector<Candidate>& candidates, Mill
 }
 
 ReclaimOutcome Planner::noPlan(MilliGpu reachable) const {
-  std::string why = "no node can be freed for " + pod_.key() + " (" + gpusText(pod_.gpus) +
-                    ", queue " + pod_.queue + "): ";
+  std::string why =
+      "no node can be freed for the pod (" + gpusText(pod_.gpus) + ", queue " + pod_.queue + "): ";
   if (!anyVictimQueue_) {
     why += "no other queue holds more than it is owed";
   } else {
@@ -370,6 +369,29 @@ MilliGpu owedGpus(const QueueState& queue) {
 ReclaimOutcome planReclaim(const ClusterSnapshot& snapshot, const Pod& pod,
                            const ReclaimOptions& options) {
   return reclaim_detail::Planner(snapshot, pod, options).run();
+}
+
+std::string reclaimClassKey(const ClusterSnapshot& snapshot, const Pod& pod,
+                            const ReclaimOptions& options) {
+  if (!pod.nodeName.empty() || pod.inGang()) return {};
+  for (const Reservation& r : snapshot.reservations()) {
+    if (isHolder(pod, r.holder)) return {};
+  }
+  for (const PodPtr& p : options.promised) {
+    if (p->uid == pod.uid) return {};
+  }
+  const bool cpuMemory = snapshot.fitOptions().checkCpuMemory;  // else the planner reads neither
+  std::string key = pod.queue;
+  for (const std::int64_t n : {pod.gpus, pod.gpuShare, cpuMemory ? pod.cpuMilli : 0,
+                               cpuMemory ? pod.memoryBytes : 0, fairShareCounting(snapshot, pod)}) {
+    key += '\x1f';
+    key += std::to_string(n);
+  }
+  for (const std::string& model : pod.gpuModels) {
+    key += '\x1f';
+    key += model;
+  }
+  return key;
 }
 
 }  // namespace gpufair::policy

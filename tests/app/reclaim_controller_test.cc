@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "captured_logs.h"
+#include "reclaim_runner.h"
 #include "testing/builders.h"
 
 namespace gpufair::app {
@@ -225,6 +227,67 @@ TEST(ReclaimControllerTest, DryRunEvictsNothingAndReportsThePlan) {
   EXPECT_NE(f.mirror.findPod("uid-team-a-a4"), nullptr);
   EXPECT_EQ(f.controller.evictionsTotal(), 0u);
   EXPECT_TRUE(f.mirror.reservations().empty());
+}
+
+// A round plans once per class of alike pods while nothing changes (a backlog of thousands of
+// owed pods cost one plan each), but every waiting pod is still told why.
+TEST(ReclaimControllerTest, AlikeWaitingPodsAreEachToldWhy) {
+  Fixture f;
+  QuotaConfig quota;
+  quota.queues = {MakeQueue("team-a").deserved(20).obj(), MakeQueue("team-b").deserved(20).obj()};
+  quota.queues[0].reclaimMinRuntime = std::chrono::hours{1000};  // nothing of team-a may go
+  f.mirror.setQuotaConfig(quota);
+  for (int i = 1; i <= 5; ++i) f.submitB("w" + std::to_string(i), 2);
+  const ReclaimRoundStats stats = f.controller.runOnce();
+  EXPECT_EQ(stats.owed, 5);
+  EXPECT_EQ(stats.waiting, 5);
+  EXPECT_TRUE(f.evictor.calls.empty());
+  ASSERT_EQ(f.observer.log.size(), 5u);
+  const std::string why =
+      ": no node can be freed for the pod (2 GPUs, queue team-b): evicting what the rules allow "
+      "leaves at most 0 GPUs free on one node; 5 pods are protected by reclaimMinRuntime";
+  for (int i = 1; i <= 5; ++i) {
+    EXPECT_EQ(f.observer.log[static_cast<std::size_t>(i - 1)],
+              "waiting team-b/w" + std::to_string(i) + why);
+  }
+}
+
+// serve's log: one line per reason and round at info, each pod's at debug.
+TEST(ReclaimControllerTest, ServeLogsOneLinePerReasonAndRound) {
+  testsupport::CapturedLogs logs;
+  Fixture f;
+  QuotaConfig quota;
+  quota.queues = {MakeQueue("team-a").deserved(20).obj(), MakeQueue("team-b").deserved(20).obj()};
+  quota.queues[0].reclaimMinRuntime = std::chrono::hours{1000};
+  f.mirror.setQuotaConfig(quota);
+  for (int i = 1; i <= 5; ++i) f.submitB("w" + std::to_string(i), 2);
+  ReclaimRunner runner(f.mirror, {}, f.clock, nullptr);
+  runner.controller().runOnce();
+  const std::string text = logs.text();
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("\"level\":\"info\""), 1u) << text;
+  EXPECT_EQ(count("reclaim: team-b/w1 and 4 more owed pods wait: no node can be freed"), 1u)
+      << text;
+  EXPECT_EQ(count("\"level\":\"debug\""), 5u) << text;
+}
+
+// An act changes the round: the next pod of the same class is planned afresh, not given the
+// first one's outcome.
+TEST(ReclaimControllerTest, AlikePodsEachGetTheirOwnPlan) {
+  ReclaimSettings settings;
+  settings.dryRun = true;
+  Fixture f(true, settings);
+  f.submitB("first", 8);
+  f.submitB("second", 8);
+  const ReclaimRoundStats stats = f.controller.runOnce();
+  EXPECT_EQ(stats.planned, 2);
+  const auto plans = f.controller.lastDryRun();
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_NE(plans[0].node, plans[1].node);
 }
 
 TEST(ReclaimControllerTest, OnlyTheLeaderEvicts) {

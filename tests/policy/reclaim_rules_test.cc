@@ -1,5 +1,5 @@
 // planReclaim beyond the table (reclaim_test.cc): victim reasons, promised GPUs, reservations,
-// pods without GPUs.
+// pods without GPUs, and which pods reclaimClassKey calls alike.
 #include <gtest/gtest.h>
 
 #include "gpufair/policy/reclaim.h"
@@ -77,7 +77,62 @@ TEST(ReclaimTest, PodWithoutGpusIsNotEligible) {
   auto snap = testing::snapshotOf(nodes(1, 10), {}, abTwenty());
   auto out = planReclaim(*snap, testing::resolved(*snap, MakePod("team-b", "cpu")), {});
   EXPECT_EQ(out.kind, Kind::kNotEligible);
-  EXPECT_EQ(out.reason, "pod team-b/cpu requests no GPUs");
+  EXPECT_EQ(out.reason, "the pod requests no GPUs");
+}
+
+// Pods with one key come to the same outcome, word for word; what the planner reads of a pod
+// tells keys apart, and pods it reads more of have none.
+TEST(ReclaimTest, AlikePodsShareAClassKeyAndTheirOutcome) {
+  Reservation held;
+  held.node = "node-4";
+  held.gpus = testing::gpus(2);
+  held.holder = "uid-team-b-holder";
+  held.queue = "team-b";
+  held.reason = "consolidation";
+  std::vector<Pod> pods = teamAEverywhere();
+  for (const char* name : {"w1", "w2", "holder"}) pods.push_back(MakePod("team-b", name).gpus(8));
+  pods.push_back(MakePod("team-b", "small").gpus(4));
+  pods.push_back(MakePod("team-b", "t4").gpus(8).models({"T4"}));
+  pods.push_back(MakePod("team-b", "ganged").gpus(8).gang("g", 2));
+  for (const bool protectedPods : {false, true}) {
+    std::vector<QueueQuota> queues = abTwenty();
+    if (protectedPods) queues[0] = minRuntime(queues[0], std::chrono::hours{1000});
+    auto snap = testing::snapshotOf(nodes(4, 10), pods, queues, {}, {held});
+    ReclaimOptions options;
+    options.now = kNow;
+    auto pod = [&](const char* name) {
+      for (const PodPtr& p : snap->pending()) {
+        if (p->name == name) return *p;
+      }
+      ADD_FAILURE() << name << " is not pending";
+      return Pod{};
+    };
+    const std::string key = reclaimClassKey(*snap, pod("w1"), options);
+    ASSERT_FALSE(key.empty());
+    EXPECT_EQ(reclaimClassKey(*snap, pod("w2"), options), key);
+    EXPECT_NE(reclaimClassKey(*snap, pod("small"), options), key);
+    EXPECT_NE(reclaimClassKey(*snap, pod("t4"), options), key);
+    EXPECT_EQ(reclaimClassKey(*snap, pod("holder"), options), "") << "holds node-4's 2 GPUs";
+    EXPECT_EQ(reclaimClassKey(*snap, pod("ganged"), options), "");
+    EXPECT_EQ(reclaimClassKey(*snap, *snap->nodes().front()->pods().front(), options), "")
+        << "a bound pod";
+    const ReclaimOutcome first = planReclaim(*snap, pod("w1"), options);
+    const ReclaimOutcome second = planReclaim(*snap, pod("w2"), options);
+    EXPECT_EQ(first.kind, protectedPods ? Kind::kNoPlan : Kind::kPlanned) << first.reason;
+    EXPECT_EQ(second.kind, first.kind);
+    if (first.kind != Kind::kPlanned) {
+      EXPECT_EQ(second.reason, first.reason);
+      EXPECT_EQ(first.reason.find("w1"), std::string::npos) << first.reason;
+    } else {
+      EXPECT_EQ(second.plan->node, first.plan->node);
+      ASSERT_EQ(second.plan->victims.size(), first.plan->victims.size());
+      for (std::size_t i = 0; i < first.plan->victims.size(); ++i)
+        EXPECT_EQ(second.plan->victims[i].pod, first.plan->victims[i].pod);
+    }
+    ReclaimOptions promised = options;
+    promised.promised.push_back(std::make_shared<const Pod>(pod("w1")));
+    EXPECT_EQ(reclaimClassKey(*snap, pod("w1"), promised), "") << "promised already";
+  }
 }
 
 }  // namespace

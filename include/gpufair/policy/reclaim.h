@@ -94,4 +94,15 @@ MilliGpu owedGpus(const QueueState& queue);
 ReclaimOutcome planReclaim(const ClusterSnapshot& snapshot, const Pod& pod,
                            const ReclaimOptions& options);
 
+// Pods planReclaim cannot tell apart: on one snapshot with one set of options, pods with the same
+// non-empty key get the same kind of outcome with the same reason (reasons do not name the pod),
+// and plans on the same node with the same victims. The key holds what the planner reads of the
+// pod: its queue, what it asks for (GPUs, share, models; CPU and memory when the snapshot's fit
+// checks them) and its queue's fair share with it counted. Empty (no class) for a pod the planner
+// reads more of: bound, in a gang, the holder of a reservation (it may use what is held for it), or
+// among options.promised. A caller planning for many pods (the reclaim loop) plans once per key
+// while nothing changes.
+std::string reclaimClassKey(const ClusterSnapshot& snapshot, const Pod& pod,
+                            const ReclaimOptions& options);
+
 }  // namespace gpufair::policy

@@ -102,10 +102,13 @@ class ReclaimObserver {
                               const EvictResult& /*result*/) {}
   // Every victim of `plan` is going; its node is held for the reclaimer.
   virtual void reclaimed(const policy::ReclaimPlan& /*plan*/) {}
-  // The reclaimer is owed GPUs but no plan could be carried out this round.
+  // The reclaimer is owed GPUs but no plan could be carried out this round. The reason does not
+  // name the pod: pods waiting for the same reason get the same text.
   virtual void waiting(const policy::Pod& /*reclaimer*/, const std::string& /*reason*/) {}
   // Dry run: what would have been evicted.
   virtual void dryRun(const policy::ReclaimPlan& /*plan*/) {}
+  // A round the loop ran (as the leader) is over; its calls above came before.
+  virtual void roundEnded() {}
   // A round stopped on an unexpected exception (the loop goes on with the next round).
   virtual void roundFailed(const std::string& /*what*/) {}
 };
