@@ -19,7 +19,10 @@
 #include "gpufair/policy/consolidation.h"
 #include "gpufair/policy/model.h"
 #include "gpufair/policy/snapshot.h"
+#include "gpufair/state/mirror.h"
+#include "gpufair/state/mirror_evictor.h"
 
+#include "consolidation_controller.h"
 #include "engine_bench_cluster.h"
 
 namespace {
@@ -136,6 +139,68 @@ BENCHMARK(BM_ConsolidationPlan)
     ->Args({5000, 4})
     ->Args({5000, 8})
     ->ArgNames({"nodes", "gpus"})
+    ->Unit(benchmark::kMillisecond);
+
+// BM_ConsolidationRound: one round of the consolidation loop (app::ConsolidationController::
+// runOnce, dry run, reclaim off, over a Mirror) on the cluster above with `waiting` pending team-b
+// pods of 8 GPUs. case 0: half the GPU pods are movable, so plans exist (the round stops after
+// maxPlansPerRound); case 1: nothing is movable, so no pod can be served; case 2: as 0 plus one
+// idle node listed last, so every pod fits already.
+void BM_ConsolidationRound(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  const int waiting = static_cast<int>(state.range(1));
+  const int kind = static_cast<int>(state.range(2));
+  const FragmentedCluster& c = fragmentedCluster(nodes, 8);
+  auto clock = std::make_shared<FixedClock>();
+  state::Mirror mirror(clock);
+  mirror.setQuotaConfig(c.snapshot->quotaConfig());
+  std::vector<policy::Node> list;
+  std::vector<policy::Pod> pods;
+  for (const policy::NodeState* n : c.snapshot->nodes()) {
+    list.push_back(n->node());
+    for (const auto& p : n->pods()) {
+      policy::Pod pod = *p;
+      if (kind == 1) {
+        pod.labels.erase(kMovableLabel);
+        pod.overQuota = false;
+      }
+      pods.push_back(std::move(pod));
+    }
+  }
+  if (kind == 2) {
+    policy::Node idle;
+    idle.name = "zz-idle-node";
+    idle.allocatable = kGpusPerNode * kMilliPerGpu;
+    list.push_back(std::move(idle));
+  }
+  for (int i = 0; i < waiting; ++i) {
+    policy::Pod p = makePod("team-b", "waiting-" + std::to_string(i), 8 * kMilliPerGpu);
+    p.created = clock->now() - std::chrono::seconds{waiting - i};
+    pods.push_back(std::move(p));
+  }
+  mirror.replaceNodes(std::move(list));
+  mirror.replacePods(std::move(pods));
+  state::MirrorEvictor evictor(mirror);  // not called: dry run
+  app::ConsolidationSettings settings;
+  settings.enabled = true;
+  settings.dryRun = true;
+  settings.reclaimEnabled = false;
+  app::ConsolidationController controller(mirror, evictor, clock, settings);
+  app::ConsolidationRoundStats stats;
+  for (auto _ : state) {
+    stats = controller.runOnce();
+    benchmark::DoNotOptimize(stats);
+  }
+  state.counters["fragmented"] = stats.fragmented;
+  state.counters["planned"] = stats.planned;
+}
+
+BENCHMARK(BM_ConsolidationRound)
+    ->Args({1000, 1000, 0})
+    ->Args({1000, 1000, 1})
+    ->Args({1000, 1000, 2})
+    ->Args({5000, 2000, 1})
+    ->ArgNames({"nodes", "waiting", "case"})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
