@@ -8,6 +8,8 @@
 #include "gpufair/policy/reclaim.h"
 #include "gpufair/policy/reservation.h"
 
+#include "round_support.h"
+
 namespace gpufair::app {
 
 using state::EvictOutcome;
@@ -127,18 +129,6 @@ void ConsolidationController::pruneInFlight(Round& r) {
   }
 }
 
-namespace {
-
-bool olderFirst(const policy::PodPtr& a, const policy::PodPtr& b) {
-  if (a->created != b->created) {
-    if (!a->created || !b->created) return a->created.has_value();
-    return *a->created < *b->created;
-  }
-  return a->uid < b->uid;
-}
-
-}  // namespace
-
 ConsolidationRoundStats ConsolidationController::runOnce() {
   std::lock_guard round(roundMu_);
   Round r;
@@ -168,13 +158,23 @@ ConsolidationRoundStats ConsolidationController::runOnce() {
     }
     pending.push_back(pod);
   }
-  std::sort(pending.begin(), pending.end(), olderFirst);
+  std::sort(pending.begin(), pending.end(),
+            [](const auto& a, const auto& b) { return olderFirst(*a, *b); });
   int acted = 0;
+  AlikeMemo<Attempt> alike;  // one plan per class of alike pods while the round is unchanged
   for (const policy::PodPtr& pod : pending) {
     if (acted >= settings_.maxPlansPerRound) break;
-    if (consolidateFor(r, pod) == Result::kActed) ++acted;
+    const Attempt attempt = alike.get(policy::consolidationClassKey(*r.snap, *pod),
+                                      [&] { return consolidateFor(r, pod); });
+    if (attempt.fragmented) ++r.stats.fragmented;
+    if (attempt.result == Result::kActed) ++acted;
+    if (attempt.result == Result::kWaiting) {
+      r.explained[pod->uid] = "waits on fragmentation: " + attempt.reason;
+      if (observer_) observer_->waiting(*pod, attempt.reason);
+    }
   }
-  std::stable_sort(gangs.begin(), gangs.end(), olderFirst);
+  std::stable_sort(gangs.begin(), gangs.end(),
+                   [](const auto& a, const auto& b) { return olderFirst(*a, *b); });
   std::set<std::string> gangsSeen;
   for (const policy::PodPtr& member : gangs) {
     if (!gangsSeen.insert(member->gangKey()).second) continue;
@@ -201,22 +201,26 @@ bool ConsolidationController::reclaimServes(const Round& r, const policy::Pod& p
   return policy::planReclaim(*r.snap, pod, options).kind == policy::ReclaimOutcome::Kind::kPlanned;
 }
 
-ConsolidationController::Result ConsolidationController::consolidateFor(Round& r,
-                                                                        const policy::PodPtr& pod) {
-  std::string reason;
+ConsolidationController::Attempt ConsolidationController::consolidateFor(
+    Round& r, const policy::PodPtr& pod) {
+  Attempt out;
+  auto done = [&out](Result result) {
+    out.result = result;
+    return out;
+  };
   for (int attempt = 0; attempt < settings_.maxAttempts; ++attempt) {
-    policy::ConsolidationOutcome out = policy::planConsolidation(*r.snap, *pod, r.options);
-    if (attempt == 0 && out.fragmented()) ++r.stats.fragmented;
-    if (out.kind != policy::ConsolidationOutcome::Kind::kPlanned) {
-      if (!out.fragmented()) return Result::kSkipped;
-      reason = std::move(out.reason);
-      break;
+    policy::ConsolidationOutcome planned = policy::planConsolidation(*r.snap, *pod, r.options);
+    if (attempt == 0) out.fragmented = planned.fragmented();
+    if (planned.kind != policy::ConsolidationOutcome::Kind::kPlanned) {
+      out.alike = attempt == 0;  // nothing was moved for it: its class comes to the same
+      out.reason = std::move(planned.reason);
+      return done(planned.fragmented() ? Result::kWaiting : Result::kSkipped);
     }
     if (reclaimServes(r, *pod)) {
       r.explained[pod->uid] = "waits on fragmentation; reclaim frees a node for it first";
-      return Result::kSkipped;
+      return done(Result::kSkipped);
     }
-    const policy::ConsolidationPlan& plan = *out.plan;
+    const policy::ConsolidationPlan& plan = *planned.plan;
     if (settings_.dryRun) {
       for (const auto& m : plan.moves) r.options.releasing.push_back(m.pod);
       r.options.excludedNodes.insert(plan.node);
@@ -225,21 +229,19 @@ ConsolidationController::Result ConsolidationController::consolidateFor(Round& r
       r.explained[pod->uid] = "dry run: " + plan.reason;
       r.dryRun.push_back(plan);
       if (observer_) observer_->dryRun(plan);
-      return Result::kActed;
+      return done(Result::kActed);
     }
-    if (!stillWaits(*pod)) return Result::kSkipped;
+    if (!stillWaits(*pod)) return done(Result::kSkipped);
     std::vector<policy::PodPtr> evicted;
-    const bool complete = evictMovers(r, plan, evicted, reason);
+    const bool complete = evictMovers(r, plan, evicted, out.reason);
     hold(r, pod, plan, std::move(evicted), complete);
     r.snap = mirror_.snapshot();  // file mode: the movers are gone already
     if (complete) {
       r.explained[pod->uid] = plan.reason;
-      return Result::kActed;
+      return done(Result::kActed);
     }
   }
-  r.explained[pod->uid] = "waits on fragmentation: " + reason;
-  if (observer_) observer_->waiting(*pod, reason);
-  return Result::kWaiting;
+  return done(Result::kWaiting);
 }
 
 ConsolidationController::Result ConsolidationController::consolidateGang(

@@ -106,7 +106,16 @@ class ConsolidationController {
 
   void pruneInFlight(Round& r);
   enum class Result { kActed, kSkipped, kWaiting };
-  Result consolidateFor(Round& r, const policy::PodPtr& pod);
+  // What a waiting pod came to. alike: it followed from its first plan alone and changed nothing
+  // in the round, so every pod of its policy::consolidationClassKey comes to the same until
+  // something changes.
+  struct Attempt {
+    Result result = Result::kSkipped;
+    std::string reason;       // kWaiting: why
+    bool fragmented = false;  // it waits on fragmentation alone (for the round's count)
+    bool alike = false;
+  };
+  Attempt consolidateFor(Round& r, const policy::PodPtr& pod);
   // A waiting gang (its oldest pending member): policy::planGangConsolidation, room for every
   // member or none; the targets are held for the gang (holder its gang key).
   Result consolidateGang(Round& r, const policy::PodPtr& member);

@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "round_support.h"
+
 namespace gpufair::app {
 
 using state::EvictOutcome;
@@ -136,34 +138,18 @@ ReclaimRoundStats ReclaimController::runOnce() {
   std::sort(owed.begin(), owed.end(), [](const Owed& a, const Owed& b) {
     if (a.deficit != b.deficit) return a.deficit > b.deficit;
     if (a.pod->queue != b.pod->queue) return a.pod->queue < b.pod->queue;
-    if (a.pod->created != b.pod->created) {
-      if (!a.pod->created || !b.pod->created) return a.pod->created.has_value();
-      return *a.pod->created < *b.pod->created;
-    }
-    return a.pod->uid < b.pod->uid;
+    return olderFirst(*a.pod, *b.pod);
   });
 
   int acted = 0;
-  // What each class of alike pods came to since the round last changed: with thousands of owed
-  // pods that fit already, or that no eviction can serve, one plan per class instead of per pod.
-  std::map<std::string, Attempt, std::less<>> alike;
+  AlikeMemo<Attempt> alike;  // one plan per class of alike pods while the round is unchanged
   for (const Owed& o : owed) {
     if (acted >= settings_.maxReclaimsPerRound) break;
     // No ping-pong: a queue that just gave GPUs back does not take others' in the same round.
     if (r.drainedQueues.count(o.pod->queue) > 0) continue;
     ++r.stats.owed;
-    const std::string key = policy::reclaimClassKey(*r.snap, *o.pod, optionsFor(r));
-    Attempt attempt;
-    if (auto it = key.empty() ? alike.end() : alike.find(key); it != alike.end()) {
-      attempt = it->second;
-    } else {
-      attempt = reclaimFor(r, o.pod);
-      if (!attempt.alike) {
-        alike.clear();
-      } else if (!key.empty()) {
-        alike.emplace(key, attempt);
-      }
-    }
+    const Attempt attempt = alike.get(policy::reclaimClassKey(*r.snap, *o.pod, optionsFor(r)),
+                                      [&] { return reclaimFor(r, o.pod); });
     switch (attempt.result) {
       case Result::kActed:
         ++acted;

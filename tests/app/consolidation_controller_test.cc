@@ -308,6 +308,45 @@ TEST(ConsolidationControllerTest, APodWithoutMovableNeighboursIsCountedAndExplai
   EXPECT_TRUE(f.mirror.reservations().empty());
 }
 
+// A round plans once per class of alike pods while nothing changes, and still explains each.
+TEST(ConsolidationControllerTest, AlikeWaitingPodsAreEachCountedAndExplained) {
+  Fixture f;
+  for (int i = 1; i <= 6; ++i) {  // nothing may move
+    policy::Pod p = *f.mirror.findPod("uid-team-a-a" + std::to_string(i));
+    p.labels.erase(kMovableLabel);
+    f.mirror.upsertPod(p);
+  }
+  for (const char* name : {"w1", "w2", "w3"}) f.mirror.notePending(MakePod("team-b", name).gpus(8));
+  const ConsolidationRoundStats stats = f.controller.runOnce();
+  EXPECT_EQ(stats.fragmented, 3);
+  EXPECT_EQ(stats.planned, 0);
+  EXPECT_EQ(f.observer.log, (std::vector<std::string>{"waiting team-b/w1", "waiting team-b/w2",
+                                                      "waiting team-b/w3"}));
+  const std::optional<std::string> first = f.controller.explain("uid-team-b-w1");
+  ASSERT_TRUE(first.has_value());
+  EXPECT_NE(first->find("waits on fragmentation: "), std::string::npos) << *first;
+  EXPECT_NE(first->find("no movable pods"), std::string::npos) << *first;
+  for (const char* name : {"w2", "w3"})
+    EXPECT_EQ(f.controller.explain(std::string("uid-team-b-") + name), first) << name;
+}
+
+// A plan changes the round: the next alike pod is planned afresh, on what the first plan left.
+TEST(ConsolidationControllerTest, AlikePodsArePlannedAfreshAfterAPlan) {
+  ConsolidationSettings s = onSettings();
+  s.dryRun = true;
+  Fixture f(s);
+  for (const char* name : {"w1", "w2"}) f.mirror.notePending(MakePod("team-b", name).gpus(8));
+  const ConsolidationRoundStats stats = f.controller.runOnce();
+  EXPECT_EQ(stats.planned, 2);
+  EXPECT_EQ(stats.fragmented, 2);
+  const auto plans = f.controller.lastDryRun();
+  ASSERT_EQ(plans.size(), 2U);
+  EXPECT_EQ(plans[0].waiting, "team-b/w1");
+  EXPECT_EQ(plans[1].waiting, "team-b/w2");
+  EXPECT_NE(plans[0].node, plans[1].node);
+  EXPECT_NE(plans[0].moves.front().pod->uid, plans[1].moves.front().pod->uid);
+}
+
 // team-b's gang of two 8-GPU pods waits on the seed layout: one move per member (a6 off node-4,
 // a5 off node-3), both targets held for the gang; kube-scheduler then places both members there
 // and the replacements where planned.

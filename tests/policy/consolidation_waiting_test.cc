@@ -1,5 +1,6 @@
-// planConsolidation for a pod asking for a share of one GPU, and planGangConsolidation for a
-// waiting gang: moves that make room for every member, or none.
+// planConsolidation for a pod asking for a share of one GPU, planGangConsolidation for a
+// waiting gang (moves that make room for every member, or none), and which pods
+// consolidationClassKey calls alike.
 #include <chrono>
 #include <string>
 #include <vector>
@@ -164,6 +165,62 @@ TEST(ConsolidationWaitingTest, AGangThatFitsOrIsNotAdmittedIsNotPlanned) {
                                   options)
                 .kind,
             Kind::kNotEligible);
+}
+
+// Pods with one key come to the same outcome, word for word, with movers and without; what the
+// planner reads of a pod tells keys apart, and pods it reads more of have none.
+TEST(ConsolidationWaitingTest, AlikePodsShareAClassKeyAndTheirOutcome) {
+  for (const bool movable : {true, false}) {
+    std::vector<Pod> pods;
+    const char* layout[] = {"node-1", "node-1", "node-2", "node-2", "node-3", "node-4"};
+    for (int i = 0; i < 6; ++i) {
+      MakePod a = aPod("a" + std::to_string(i + 1), layout[i]).gpus(3);
+      if (movable) a.movable();
+      pods.push_back(ran(a, 500 - 80 * i));
+    }
+    for (const char* name : {"w1", "w2", "holder"}) pods.push_back(MakePod("team-b", name).gpus(8));
+    pods.push_back(MakePod("team-b", "small").gpus(4));
+    pods.push_back(MakePod("team-b", "v100").gpus(8).models({"V100"}));
+    pods.push_back(MakePod("team-b", "ganged").gpus(8).gang("g", 2));
+    Reservation held;
+    held.node = "node-1";
+    held.gpus = testing::gpus(1);
+    held.holder = "uid-team-b-holder";
+    held.queue = "team-b";
+    held.reason = "reclaim";
+    std::vector<Node> nodes;
+    for (int i = 1; i <= 4; ++i) nodes.push_back(MakeNode("node-" + std::to_string(i)).gpus(10));
+    auto snap = snapshotOf(nodes, pods, queues(), {}, {held});
+    auto pending = [&](const char* name) {
+      for (const PodPtr& p : snap->pending()) {
+        if (p->name == name) return *p;
+      }
+      ADD_FAILURE() << name << " is not pending";
+      return Pod{};
+    };
+    const std::string key = consolidationClassKey(*snap, pending("w1"));
+    ASSERT_FALSE(key.empty());
+    EXPECT_EQ(consolidationClassKey(*snap, pending("w2")), key);
+    EXPECT_NE(consolidationClassKey(*snap, pending("small")), key);
+    EXPECT_NE(consolidationClassKey(*snap, pending("v100")), key);
+    EXPECT_EQ(consolidationClassKey(*snap, pending("holder")), "");
+    EXPECT_EQ(consolidationClassKey(*snap, pending("ganged")), "");
+    EXPECT_EQ(consolidationClassKey(*snap, resolved(*snap, MakePod("team-b", "unlisted").gpus(8))),
+              "")
+        << "not counted among the pending pods";
+    ConsolidationOptions options;
+    options.now = kNow;
+    const ConsolidationOutcome first = planConsolidation(*snap, pending("w1"), options);
+    const ConsolidationOutcome second = planConsolidation(*snap, pending("w2"), options);
+    EXPECT_EQ(first.kind, movable ? Kind::kPlanned : Kind::kNoPlan) << first.reason;
+    EXPECT_EQ(second.kind, first.kind);
+    if (first.kind == Kind::kPlanned) {
+      EXPECT_EQ(second.plan->node, first.plan->node);
+      EXPECT_EQ(moved(*second.plan), moved(*first.plan));
+    } else {
+      EXPECT_EQ(second.reason, first.reason);
+    }
+  }
 }
 
 }  // namespace

@@ -115,6 +115,16 @@ bool isMovable(const Pod& pod);
 ConsolidationOutcome planConsolidation(const ClusterSnapshot& snapshot, const Pod& pod,
                                        const ConsolidationOptions& options);
 
+// Pods planConsolidation cannot tell apart: on one snapshot with one set of options, pods with the
+// same non-empty key get the same kind of outcome with the same reason (reasons other than a
+// plan's do not name the pod). The key holds what the planner reads of the pod: its queue and what
+// it asks for (GPUs, share, models, CPU, memory). Empty (no class) for a pod it reads more of:
+// bound, finished or terminating, in a gang, without a queue, asking for no GPUs, the holder of a
+// reservation, or not counted among the snapshot's pending pods (admission then counts it).
+// A caller planning for many pods (the consolidation loop) plans once per key while nothing
+// changes.
+std::string consolidationClassKey(const ClusterSnapshot& snapshot, const Pod& pod);
+
 // A waiting gang (gang.h: placed whole or not at all) that does not fit because of fragmentation:
 // a plan for every member still to place, or none. The gang must be admitted whole by its queue
 // (planGang's admission) and not fit now (else kNotEligible / kNotNeeded). Members are planned
