@@ -5,8 +5,8 @@
 
 #include "gpufair/common/labels.h"
 #include "gpufair/policy/admission.h"
-#include "gpufair/policy/reservation.h"
 
+#include "class_key.h"
 #include "consolidation_planner.h"
 
 namespace gpufair::policy {
@@ -29,27 +29,16 @@ const char* consolidationKindName(ConsolidationOutcome::Kind kind) {
 
 std::string consolidationClassKey(const ClusterSnapshot& snapshot, const Pod& pod) {
   if (!pod.nodeName.empty() || pod.isFinished() || pod.terminating || pod.inGang() ||
-      !pod.gangError.empty() || pod.queue.empty() || pod.gpus <= 0) {
+      !pod.gangError.empty() || pod.queue.empty() || pod.gpus <= 0 ||
+      detail::holdsReservation(snapshot, pod)) {
     return {};
-  }
-  for (const Reservation& r : snapshot.reservations()) {
-    if (isHolder(pod, r.holder)) return {};
   }
   // Counted in its queue's demand, as the pending pods are: then admission reads the listed fair
   // shares, the same for every pod of the queue.
   const bool counted = snapshot.pending().anyWithUid(
       pod.uid, [&](const Pod& p) { return p.queue == pod.queue && p.gpus >= pod.gpus; });
   if (!counted) return {};
-  std::string key = pod.queue;
-  for (const std::int64_t n : {pod.gpus, pod.gpuShare, pod.cpuMilli, pod.memoryBytes}) {
-    key += '\x1f';
-    key += std::to_string(n);
-  }
-  for (const std::string& model : pod.gpuModels) {
-    key += '\x1f';
-    key += model;
-  }
-  return key;
+  return detail::requestKey(pod, /*cpuMemory=*/true);  // it checks them where nodes report them
 }
 
 bool isMovable(const Pod& pod) {

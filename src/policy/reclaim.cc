@@ -4,8 +4,8 @@
 #include <map>
 
 #include "gpufair/policy/fair_share.h"
-#include "gpufair/policy/reservation.h"
 
+#include "class_key.h"
 #include "reclaim_planner.h"
 
 namespace gpufair::policy {
@@ -373,25 +373,13 @@ ReclaimOutcome planReclaim(const ClusterSnapshot& snapshot, const Pod& pod,
 
 std::string reclaimClassKey(const ClusterSnapshot& snapshot, const Pod& pod,
                             const ReclaimOptions& options) {
-  if (!pod.nodeName.empty() || pod.inGang()) return {};
-  for (const Reservation& r : snapshot.reservations()) {
-    if (isHolder(pod, r.holder)) return {};
-  }
+  if (!pod.nodeName.empty() || pod.inGang() || detail::holdsReservation(snapshot, pod)) return {};
   for (const PodPtr& p : options.promised) {
     if (p->uid == pod.uid) return {};
   }
-  const bool cpuMemory = snapshot.fitOptions().checkCpuMemory;  // else the planner reads neither
-  std::string key = pod.queue;
-  for (const std::int64_t n : {pod.gpus, pod.gpuShare, cpuMemory ? pod.cpuMilli : 0,
-                               cpuMemory ? pod.memoryBytes : 0, fairShareCounting(snapshot, pod)}) {
-    key += '\x1f';
-    key += std::to_string(n);
-  }
-  for (const std::string& model : pod.gpuModels) {
-    key += '\x1f';
-    key += model;
-  }
-  return key;
+  // CPU and memory only when the fit checks them: else the planner reads neither.
+  return detail::requestKey(pod, snapshot.fitOptions().checkCpuMemory,
+                            {fairShareCounting(snapshot, pod)});
 }
 
 }  // namespace gpufair::policy

@@ -182,12 +182,11 @@ TEST(ConsolidationWaitingTest, AlikePodsShareAClassKeyAndTheirOutcome) {
     pods.push_back(MakePod("team-b", "small").gpus(4));
     pods.push_back(MakePod("team-b", "v100").gpus(8).models({"V100"}));
     pods.push_back(MakePod("team-b", "ganged").gpus(8).gang("g", 2));
-    Reservation held;
-    held.node = "node-1";
-    held.gpus = testing::gpus(1);
-    held.holder = "uid-team-b-holder";
-    held.queue = "team-b";
-    held.reason = "reclaim";
+    const Reservation held{.node = "node-1",
+                           .gpus = testing::gpus(1),
+                           .holder = "uid-team-b-holder",
+                           .queue = "team-b",
+                           .reason = "reclaim"};
     std::vector<Node> nodes;
     for (int i = 1; i <= 4; ++i) nodes.push_back(MakeNode("node-" + std::to_string(i)).gpus(10));
     auto snap = snapshotOf(nodes, pods, queues(), {}, {held});

@@ -83,12 +83,11 @@ TEST(ReclaimTest, PodWithoutGpusIsNotEligible) {
 // Pods with one key come to the same outcome, word for word; what the planner reads of a pod
 // tells keys apart, and pods it reads more of have none.
 TEST(ReclaimTest, AlikePodsShareAClassKeyAndTheirOutcome) {
-  Reservation held;
-  held.node = "node-4";
-  held.gpus = testing::gpus(2);
-  held.holder = "uid-team-b-holder";
-  held.queue = "team-b";
-  held.reason = "consolidation";
+  const Reservation held{.node = "node-4",
+                         .gpus = testing::gpus(2),
+                         .holder = "uid-team-b-holder",
+                         .queue = "team-b",
+                         .reason = "consolidation"};
   std::vector<Pod> pods = teamAEverywhere();
   for (const char* name : {"w1", "w2", "holder"}) pods.push_back(MakePod("team-b", name).gpus(8));
   pods.push_back(MakePod("team-b", "small").gpus(4));
