@@ -130,7 +130,7 @@ Response ExtenderService::filter(std::string_view body) {
 
 namespace {
 
-// Whether /filter in best mode holds the pod's GPU share from its answer on (holdShare below): a
+// Whether a fractional pod's GPU share is held from the scheduling cycle on (holdShare below): a
 // fractional pod outside a gang, with the uid /bind names it by.
 bool sharesHeldAtFilter(const policy::Pod& pod) {
   return pod.isFractional() && !pod.inGang() && !pod.uid.empty();
@@ -143,21 +143,28 @@ bool sharesHeldAtFilter(const policy::Pod& pod) {
 // binding cycle runs after the next pods' scheduling cycles), so every /filter until the /bind
 // arrived was answered the same GPU share and all but one of those binds were refused ("no longer
 // fits"; 14% of 3,000 half-GPU pods with 3 ms API writes, bench/RESULTS.md), each refused pod
-// going back to kube-scheduler's backoff. Best mode answers one node, where kube-scheduler then
-// binds unless a plugin of its own fails later; so the share is held from the answer on, as
-// /bind's assumption holds it (GPU chosen then): /bind to that node finds it held and binds; a new
+// going back to kube-scheduler's backoff. So the share is held, as /bind's assumption holds it
+// (GPU chosen then), on the node kube-scheduler will bind to: the one node /filter answers (best
+// mode, or any mode when one node fits; kube-scheduler then skips scoring), else the node
+// /prioritize scores best (kube-scheduler adds its own plugins' scores, so /bind may name another
+// node: it then moves the hold there). /bind to the held node finds it held and binds; a new
 // /filter for the pod (kube-scheduler trying again) drops it first; assumeTtl ends it otherwise.
 void ExtenderService::dropHeldShare(const policy::Pod& pod) {
   if (sharesHeldAtFilter(pod)) mirror_.forget(pod.uid);  // only an assumed pod is reset
 }
 
-void ExtenderService::holdShare(const policy::Pod& pod, const policy::FilterResult& result) {
-  if (filterMode_.keep != 1 || result.feasible.size() != 1 || !sharesHeldAtFilter(pod)) return;
-  auto held = mirror_.assume(pod.uid, result.feasible.front());
+void ExtenderService::holdShare(const policy::Pod& pod, std::string_view node) {
+  if (!sharesHeldAtFilter(pod)) return;
+  auto held = mirror_.assume(pod.uid, node);
   if (!held) {  // /bind decides again on the state it then finds
-    spdlog::debug("filter {}: share on {} not held: {}", pod.key(), result.feasible.front(),
-                  held.error());
+    spdlog::debug("{}: share on {} not held: {}", pod.key(), node, held.error());
   }
+}
+
+bool ExtenderService::heldElsewhere(std::string_view uid, std::string_view node) const {
+  const policy::PodPtr pod = mirror_.findPod(uid);
+  return pod != nullptr && sharesHeldAtFilter(*pod) && !pod->nodeName.empty() &&
+         pod->nodeName != node && mirror_.isAssumed(uid);
 }
 
 policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
@@ -198,7 +205,7 @@ policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
       requestObserver_->filterRejected(rejectionCategory(*snapshot, args.pod, result));
     }
   }
-  holdShare(args.pod, result);
+  if (result.feasible.size() == 1) holdShare(args.pod, result.feasible.front());
   return result;
 }
 
@@ -217,6 +224,7 @@ Response ExtenderService::prioritize(std::string_view body) {
 
 std::vector<policy::NodeScore> ExtenderService::prioritizeArgs(ExtenderArgs& args) {
   upsertChangedNodes(mirror_, args);
+  dropHeldShare(args.pod);
   mirror_.notePending(args.pod);
   if (!decisionsAllowed().isOk()) {
     std::vector<policy::NodeScore> zeros;
@@ -226,12 +234,12 @@ std::vector<policy::NodeScore> ExtenderService::prioritizeArgs(ExtenderArgs& arg
   const policy::SnapshotPtr snapshot = mirror_.snapshot();
   args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
   auto scores = policy::prioritize(*snapshot, args.pod, args.candidates, scorer_);
-
+  const policy::NodeScore* best = nullptr;  // the first of the highest
+  for (const auto& score : scores) {
+    if (best == nullptr || score.score > best->score) best = &score;
+  }
+  if (best != nullptr) holdShare(args.pod, best->node);
   if (spdlog::should_log(spdlog::level::debug)) {
-    const policy::NodeScore* best = nullptr;
-    for (const auto& score : scores) {
-      if (best == nullptr || score.score > best->score) best = &score;
-    }
     spdlog::debug("prioritize {} ({} GPUs) with {} over {} nodes: best {} ({})", args.pod.key(),
                   formatGpus(args.pod.gpus), scorer_.name(), scores.size(), best ? best->node : "-",
                   best ? best->score : 0);

@@ -129,9 +129,11 @@ class ExtenderService final : public RequestHandler {
   struct PreparedBind;
   std::string prepareBind(const BindingArgs& args, PreparedBind& prepared);
   std::string finishBind(const PreparedBind& prepared, const Status& bound);
-  // A fractional pod's share held from /filter on in best mode (see extender_verbs.cc).
+  // A fractional pod's share held from its scheduling cycle on (see extender_verbs.cc).
   void dropHeldShare(const policy::Pod& pod);
-  void holdShare(const policy::Pod& pod, const policy::FilterResult& result);
+  void holdShare(const policy::Pod& pod, std::string_view node);
+  // Whether the pod's share is held on a node other than `node` (then /bind moves it there).
+  bool heldElsewhere(std::string_view uid, std::string_view node) const;
 
   state::Mirror& mirror_;
   const policy::Scorer& scorer_;
