@@ -110,7 +110,7 @@ std::string ExtenderService::prepareBind(const BindingArgs& args, PreparedBind& 
   }
 
   // kube-scheduler chose another node than the one /prioritize held the share on: move it.
-  if (heldElsewhere(key, args.node)) mirror_.forget(key);
+  if (heldElsewhere(*pod, key, args.node)) mirror_.forget(key);
   auto assumed = mirror_.assume(key, args.node);
   if (!assumed) {
     spdlog::info("bind {} to {} refused: {}", pod->key(), args.node, assumed.error());

@@ -161,10 +161,10 @@ void ExtenderService::holdShare(const policy::Pod& pod, std::string_view node) {
   }
 }
 
-bool ExtenderService::heldElsewhere(std::string_view uid, std::string_view node) const {
-  const policy::PodPtr pod = mirror_.findPod(uid);
-  return pod != nullptr && sharesHeldAtFilter(*pod) && !pod->nodeName.empty() &&
-         pod->nodeName != node && mirror_.isAssumed(uid);
+bool ExtenderService::heldElsewhere(const policy::Pod& pod, std::string_view key,
+                                    std::string_view node) const {
+  return sharesHeldAtFilter(pod) && !pod.nodeName.empty() && pod.nodeName != node &&
+         mirror_.isAssumed(key);
 }
 
 policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {

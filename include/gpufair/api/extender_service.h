@@ -132,8 +132,9 @@ class ExtenderService final : public RequestHandler {
   // A fractional pod's share held from its scheduling cycle on (see extender_verbs.cc).
   void dropHeldShare(const policy::Pod& pod);
   void holdShare(const policy::Pod& pod, std::string_view node);
-  // Whether the pod's share is held on a node other than `node` (then /bind moves it there).
-  bool heldElsewhere(std::string_view uid, std::string_view node) const;
+  // Whether `pod` (the mirror's, under `key`) has its share held on a node other than `node`
+  // (then /bind moves it there).
+  bool heldElsewhere(const policy::Pod& pod, std::string_view key, std::string_view node) const;
 
   state::Mirror& mirror_;
   const policy::Scorer& scorer_;
