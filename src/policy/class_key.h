@@ -1,6 +1,5 @@
-// What reclaimClassKey (reclaim.h) and consolidationClassKey (consolidation.h) share: whether a
-// pod holds a reservation (a holder may use what is held for it, so the planners read more of it
-// than its request), and a pod's request as a key.
+// What reclaimClassKey (reclaim.h) and consolidationClassKey (consolidation.h) share: a pod's
+// request as a key.
 // Thread-safety: pure functions.
 #pragma once
 
@@ -8,17 +7,9 @@
 #include <initializer_list>
 #include <string>
 
-#include "gpufair/policy/reservation.h"
-#include "gpufair/policy/snapshot.h"
+#include "gpufair/policy/model.h"
 
 namespace gpufair::policy::detail {
-
-inline bool holdsReservation(const ClusterSnapshot& snapshot, const Pod& pod) {
-  for (const Reservation& r : snapshot.reservations()) {
-    if (isHolder(pod, r.holder)) return true;
-  }
-  return false;
-}
 
 // The queue, the GPUs, the share, CPU and memory when `cpuMemory`, `more`, and the models.
 inline std::string requestKey(const Pod& pod, bool cpuMemory,

@@ -5,6 +5,8 @@
 
 #include "gpufair/common/labels.h"
 #include "gpufair/policy/admission.h"
+#include "gpufair/policy/fair_share.h"
+#include "gpufair/policy/reservation.h"
 
 #include "class_key.h"
 #include "consolidation_planner.h"
@@ -30,14 +32,12 @@ const char* consolidationKindName(ConsolidationOutcome::Kind kind) {
 std::string consolidationClassKey(const ClusterSnapshot& snapshot, const Pod& pod) {
   if (!pod.nodeName.empty() || pod.isFinished() || pod.terminating || pod.inGang() ||
       !pod.gangError.empty() || pod.queue.empty() || pod.gpus <= 0 ||
-      detail::holdsReservation(snapshot, pod)) {
+      holdsAny(pod, snapshot.reservations())) {
     return {};
   }
   // Counted in its queue's demand, as the pending pods are: then admission reads the listed fair
   // shares, the same for every pod of the queue.
-  const bool counted = snapshot.pending().anyWithUid(
-      pod.uid, [&](const Pod& p) { return p.queue == pod.queue && p.gpus >= pod.gpus; });
-  if (!counted) return {};
+  if (!countedPending(snapshot, pod)) return {};
   return detail::requestKey(pod, /*cpuMemory=*/true);  // it checks them where nodes report them
 }
 

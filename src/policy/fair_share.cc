@@ -287,16 +287,12 @@ FairShareInput fairShareInput(const QueueState& queue) {
                         queue.quota.priority};
 }
 
-namespace {
-
 bool countedPending(const ClusterSnapshot& snapshot, const Pod& pod) {
   // A binary search in the pod cache's list (in uid order): no walk over every pending pod.
   return !pod.uid.empty() && snapshot.pending().anyWithUid(pod.uid, [&](const Pod& p) {
     return p.queue == pod.queue && p.gpus >= pod.gpus;
   });
 }
-
-}  // namespace
 
 std::vector<MilliGpu> fairSharesCounting(const ClusterSnapshot& snapshot, const Pod& pod) {
   const auto queues = snapshot.queues();

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "gpufair/policy/fair_share.h"
+#include "gpufair/policy/reservation.h"
 
 #include "class_key.h"
 #include "reclaim_planner.h"
@@ -373,7 +374,7 @@ ReclaimOutcome planReclaim(const ClusterSnapshot& snapshot, const Pod& pod,
 
 std::string reclaimClassKey(const ClusterSnapshot& snapshot, const Pod& pod,
                             const ReclaimOptions& options) {
-  if (!pod.nodeName.empty() || pod.inGang() || detail::holdsReservation(snapshot, pod)) return {};
+  if (!pod.nodeName.empty() || pod.inGang() || holdsAny(pod, snapshot.reservations())) return {};
   for (const PodPtr& p : options.promised) {
     if (p->uid == pod.uid) return {};
   }

@@ -1,5 +1,6 @@
 #include "gpufair/policy/reservation.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace gpufair::policy {
@@ -37,6 +38,11 @@ bool isHolder(const Pod& pod, std::string_view holder) {
   holder.remove_prefix(kGangHolderPrefix.size());
   return holder.size() == pod.ns.size() + 1 + pod.gang.size() && holder.starts_with(pod.ns) &&
          holder[pod.ns.size()] == '/' && holder.ends_with(pod.gang);
+}
+
+bool holdsAny(const Pod& pod, std::span<const Reservation> reservations) {
+  return std::any_of(reservations.begin(), reservations.end(),
+                     [&](const Reservation& r) { return isHolder(pod, r.holder); });
 }
 
 std::string describe(const Reservation& r) {

@@ -234,19 +234,13 @@ class TimeReplayer {
     for (std::size_t i : waiting_) {
       const policy::Pod& pod = scenario_.templates[i];
       ShapeKey key = shapeOf(pod, cluster_.quota());
-      const bool holds = !held.empty() && holdsAny(podOf(i, t), held);
+      const bool holds = !held.empty() && policy::holdsAny(podOf(i, t), held);
       if ((!holds && failed.count(key)) || !offer(i, t)) {
         failed.insert(std::move(key));
         still.push_back(i);
       }
     }
     waiting_ = std::move(still);
-  }
-
-  static bool holdsAny(const policy::Pod& pod, const std::vector<policy::Reservation>& held) {
-    return std::any_of(held.begin(), held.end(), [&](const policy::Reservation& r) {
-      return policy::isHolder(pod, r.holder);
-    });
   }
 
   void restartStats(TimeReplayResult& out) {

@@ -72,6 +72,9 @@ FairShareInput fairShareInput(const QueueState& queue);
 // uid), shares are computed again with its GPUs added to its queue's demand (and to every
 // ancestor's). 0 for an unknown queue.
 MilliGpu fairShareCounting(const ClusterSnapshot& snapshot, const Pod& pod);
+// Whether the snapshot counts the pod's GPUs in its queue's demand already: it lists the pod as
+// pending (by uid) in the same queue with at least its GPUs.
+bool countedPending(const ClusterSnapshot& snapshot, const Pod& pod);
 // Every queue's fair share (in ClusterSnapshot::queues() order) the same way: the listed shares,
 // or shares computed again with the pod's GPUs in its queue's and its ancestors' demand.
 std::vector<MilliGpu> fairSharesCounting(const ClusterSnapshot& snapshot, const Pod& pod);

@@ -5,6 +5,7 @@
 // Thread-safety: value types.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,8 @@ struct Reservation {
 // Whether `pod` is the holder: its uid is the holder, or its gang key is, or it has a controller
 // and the holder is its replacementHolder.
 bool isHolder(const Pod& pod, std::string_view holder);
+// Whether `pod` is the holder of any of `reservations`.
+bool holdsAny(const Pod& pod, std::span<const Reservation> reservations);
 
 // The holder that a pod created by `pod`'s controller with `pod`'s labels matches (labels under
 // gpufair.io/, which gpufair writes, left out); empty when the pod has no controller.
