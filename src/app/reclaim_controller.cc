@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <set>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -148,8 +149,9 @@ ReclaimRoundStats ReclaimController::runOnce() {
     // No ping-pong: a queue that just gave GPUs back does not take others' in the same round.
     if (r.drainedQueues.count(o.pod->queue) > 0) continue;
     ++r.stats.owed;
-    const Attempt attempt = alike.get(policy::reclaimClassKey(*r.snap, *o.pod, optionsFor(r)),
-                                      [&] { return reclaimFor(r, o.pod); });
+    policy::ReclaimOptions options = optionsFor(r);
+    const Attempt attempt = alike.get(policy::reclaimClassKey(*r.snap, *o.pod, options),
+                                      [&] { return reclaimFor(r, o.pod, std::move(options)); });
     switch (attempt.result) {
       case Result::kActed:
         ++acted;
@@ -181,8 +183,8 @@ policy::ReclaimOptions ReclaimController::optionsFor(const Round& r) {
   return options;
 }
 
-ReclaimController::Attempt ReclaimController::reclaimFor(Round& r, const policy::PodPtr& pod) {
-  policy::ReclaimOptions options = optionsFor(r);
+ReclaimController::Attempt ReclaimController::reclaimFor(Round& r, const policy::PodPtr& pod,
+                                                         policy::ReclaimOptions options) {
   std::vector<policy::PodPtr> evictedForThis;
   std::string reason;
   bool firstPlanOnly = false;  // the first plan was no plan, and nothing was evicted

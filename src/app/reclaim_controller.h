@@ -110,8 +110,8 @@ class ReclaimController {
   };
   // The options planReclaim sees for the round as it stands.
   static policy::ReclaimOptions optionsFor(const Round& round);
-  // Tries up to maxAttempts plans for one reclaimer.
-  Attempt reclaimFor(Round& round, const policy::PodPtr& pod);
+  // Tries up to maxAttempts plans for one reclaimer, starting from `options` (optionsFor).
+  Attempt reclaimFor(Round& round, const policy::PodPtr& pod, policy::ReclaimOptions options);
   // Dry run: counts the plan as carried out for the rest of the round, and reports it.
   void recordDryRun(Round& round, const policy::PodPtr& pod, const policy::ReclaimPlan& plan);
   // Whether the mirror still has `pod`, unbound, not finished and not terminating.

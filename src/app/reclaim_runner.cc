@@ -37,8 +37,7 @@ class ReclaimRunner::LogObserver final : public state::ReclaimObserver {
   // owed pods waiting for the same reason would otherwise log thousands of lines per round).
   void waiting(const policy::Pod& reclaimer, const std::string& reason) override {
     spdlog::debug("reclaim: {} waits: {}", reclaimer.key(), reason);
-    auto [it, first] = waiting_.try_emplace(reason, Waiting{reclaimer.key(), 0});
-    ++it->second.pods;
+    ++waiting_.try_emplace(reason, Waiting{reclaimer.key(), 0}).first->second.pods;
     if (next_) next_->waiting(reclaimer, reason);
   }
   void roundEnded() override {
