@@ -69,6 +69,34 @@ thread_local policy::CandidatePositions threadPositions;
 // And reads the NodeNames array against the one it read last (detail::NodeNamesMemo): only the
 // names that differ are read, the rest of the body is parsed without them.
 thread_local detail::NodeNamesMemo threadNames;
+// /prioritize's own (in all mode it is sent the feasible names /filter answered, nearly the same
+// list pod after pod: a memo shared with /filter would see the two lists alternate).
+thread_local policy::CandidatePositions threadPrioritizePositions;
+thread_local detail::NodeNamesMemo threadPrioritizeNames;
+
+// The memo's names lent to args.candidates for one request when the body was parsed without them
+// (RequestDocument::namesTaken; a copy was N views per request), given back when this goes (before
+// the document does).
+class LentNames {
+ public:
+  LentNames(const detail::RequestDocument& document, detail::NodeNamesMemo& memo,
+            ExtenderArgs& args)
+      : memo_(memo) {
+    if (!document.namesTaken()) return;
+    memo.lend(args.candidates);
+    names_ = &args.candidates;
+    args.candidatesKnown = {memo.version(), memo.changedFrom(), memo.sameHead(), memo.sameTail()};
+  }
+  ~LentNames() {
+    if (names_ != nullptr) memo_.giveBack(*names_);
+  }
+  LentNames(const LentNames&) = delete;
+  LentNames& operator=(const LentNames&) = delete;
+
+ private:
+  detail::NodeNamesMemo& memo_;
+  std::vector<std::string_view>* names_ = nullptr;
+};
 
 std::string_view firstReason(const policy::FilterResult& result) {
   if (!result.admission.status.isOk()) return result.admission.status.reason();
@@ -105,21 +133,7 @@ Response ExtenderService::filter(std::string_view body) {
   if (auto status = decodeExtenderArgs(document.root(), args); !status.isOk()) {
     return badFilterRequest(status.reason());
   }
-  // Gives the memo's names back when the request is done (before `document` goes).
-  struct Lent {
-    std::vector<std::string_view>* names = nullptr;
-    ~Lent() {
-      if (names != nullptr) threadNames.giveBack(*names);
-    }
-  } lent;
-  if (document.namesTaken()) {
-    // The body was parsed with `[]` for its one NodeNames array: the names are the memo's, lent
-    // for this request (a copy was N views per /filter).
-    threadNames.lend(args.candidates);
-    lent.names = &args.candidates;
-    args.candidatesKnown = {threadNames.version(), threadNames.changedFrom(),
-                            threadNames.sameHead(), threadNames.sameTail()};
-  }
+  const LentNames lent(document, threadNames, args);
   const policy::FilterResult result = filterArgs(args);
   std::string_view error;
   if (result.admission.status.code() == Code::kError) error = result.admission.status.reason();
@@ -210,13 +224,14 @@ policy::FilterResult ExtenderService::filterArgs(ExtenderArgs& args) {
 }
 
 Response ExtenderService::prioritize(std::string_view body) {
-  detail::RequestDocument document(body);
+  detail::RequestDocument document(body, threadPrioritizeNames);
   if (!document.status().isOk())
     return detail::badRequest("prioritize", document.status().reason());
   ExtenderArgs& args = document.extenderArgs();
   if (auto status = decodeExtenderArgs(document.root(), args); !status.isOk()) {
     return detail::badRequest("prioritize", status.reason());
   }
+  const LentNames lent(document, threadPrioritizeNames, args);
   Response response;
   encodeHostPriorityList(prioritizeArgs(args), response.body);
   return response;
@@ -233,7 +248,9 @@ std::vector<policy::NodeScore> ExtenderService::prioritizeArgs(ExtenderArgs& arg
   }
   const policy::SnapshotPtr snapshot = mirror_.snapshot();
   args.pod.queue = policy::resolveQueue(snapshot->quotaConfig(), args.pod.ns, args.pod.labels);
-  auto scores = policy::prioritize(*snapshot, args.pod, args.candidates, scorer_);
+  const std::span<const std::ptrdiff_t> positions =
+      threadPrioritizePositions.resolve(snapshot, args.candidates, args.candidatesKnown);
+  auto scores = policy::prioritize(*snapshot, args.pod, args.candidates, positions, scorer_);
   const policy::NodeScore* best = nullptr;  // the first of the highest
   for (const auto& score : scores) {
     if (best == nullptr || score.score > best->score) best = &score;

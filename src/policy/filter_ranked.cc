@@ -121,13 +121,14 @@ std::vector<std::size_t> placementOrder(const FittingScores& fitting, const Pod&
 
 }  // namespace
 
-std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& pod,
-                                  std::span<const std::string_view> candidates,
-                                  const Scorer& scorer) {
+namespace {
+
+// prioritize's answer from the scored fitting candidates: 0 for the others.
+std::vector<NodeScore> scoresOf(const FittingScores& fitting, const Pod& pod,
+                                std::span<const std::string_view> candidates) {
   std::vector<NodeScore> scores;
   scores.reserve(candidates.size());
   for (std::string_view name : candidates) scores.push_back({name, 0});
-  const FittingScores fitting = scoreFitting(snapshot, pod, candidates, scorer);
   if (fitting.nodes.empty()) return scores;
   const std::vector<int> normalized = normalizeScores(fitting.raw);
   for (std::size_t j = 0; j < fitting.where.size(); ++j) {
@@ -137,6 +138,52 @@ std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& po
     scores[fitting.where[j]].score = score;
   }
   return scores;
+}
+
+}  // namespace
+
+std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& pod,
+                                  std::span<const std::string_view> candidates,
+                                  const Scorer& scorer) {
+  return scoresOf(scoreFitting(snapshot, pod, candidates, scorer), pod, candidates);
+}
+
+std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& pod,
+                                  std::span<const std::string_view> candidates,
+                                  std::span<const std::ptrdiff_t> positions, const Scorer& scorer) {
+  const NodeShapes* shapes = snapshot.nodeShapes();
+  const FitOptions& options = snapshot.fitOptions();
+  if (shapes == nullptr || !scorer.scoresByNodeShape() ||
+      (pod.gpus == 0 && !options.checkCpuMemory))
+    return prioritize(snapshot, pod, candidates, scorer);
+  // scoreFitting from the positions, fit checked once per shape (a node's shape decides it).
+  enum : std::uint8_t { kUnchecked, kFits, kNoFit };
+  std::vector<std::uint8_t> fitOf(shapes->count, kUnchecked);
+  const auto nodes = snapshot.nodes();
+  FittingScores fitting;
+  std::vector<std::size_t> at;  // each fitting node's position in nodes
+  fitting.nodes.reserve(candidates.size());
+  fitting.where.reserve(candidates.size());
+  at.reserve(candidates.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (positions[i] < 0) continue;
+    const auto p = static_cast<std::size_t>(positions[i]);
+    const std::uint32_t shape = shapes->of[p];
+    bool fits = false;
+    if (shape < shapes->count) {
+      if (fitOf[shape] == kUnchecked)
+        fitOf[shape] = nodeFits(*nodes[p], pod, options) ? kFits : kNoFit;
+      fits = fitOf[shape] == kFits;
+    } else {
+      fits = nodeFits(*nodes[p], pod, options);
+    }
+    if (!fits) continue;
+    fitting.nodes.push_back(nodes[p]);
+    fitting.where.push_back(i);
+    at.push_back(p);
+  }
+  scoreByShape(snapshot, pod, scorer, *shapes, at, fitting);
+  return scoresOf(fitting, pod, candidates);
 }
 
 std::vector<std::size_t> rankCandidates(const ClusterSnapshot& snapshot, const Pod& pod,

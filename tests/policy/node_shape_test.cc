@@ -189,6 +189,69 @@ TEST(NodeShapes, FilterRankedAnswersAsWithoutShapes) {
   EXPECT_GT(narrowed, compared / 3);  // most answers were picks among several fitting nodes
 }
 
+// prioritize from the candidates' positions (fit checked and the scorer asked once per shape)
+// scores exactly as prioritize by name over the same snapshot without shapes, and falls back to it
+// without shapes. Lists with names twice, unknown names, random order and length.
+TEST(NodeShapes, PrioritizeFromPositionsScoresAsByName) {
+  std::vector<Pod> pods = testing::filterEquivalencePods();
+  pods.push_back(MakePod("team-b", "p").gpus(8).cpu(30));  // a whole node
+  pods.push_back(MakePod("team-b", "p").gpus(1).cpu(20));  // CPU decides on some shapes
+  constexpr std::uint32_t kSeeds = 6;
+  int compared = 0;
+  int scoredApart = 0;  // answers where the fitting nodes did not all score alike
+  for (std::uint32_t seed = 1; seed <= kSeeds; ++seed) {
+    std::mt19937 rng(seed);
+    for (int fit = 0; fit < 3; ++fit) {
+      std::vector<std::string> names;
+      const SnapshotPtr plain = lookAlikeCluster(rng, fit == 1, fit == 2, names);
+      const SnapshotPtr shaped = withShapes(plain);
+      for (int list = 0; list < 2; ++list) {
+        std::vector<std::string> picked;
+        for (const std::string& name : names) {
+          if (rng() % 5 == 0) continue;
+          picked.push_back(name);
+          if (rng() % 12 == 0) picked.push_back(name);
+        }
+        if (list == 1) picked.resize(std::min<std::size_t>(picked.size(), 1 + rng() % 6));
+        std::shuffle(picked.begin(), picked.end(), rng);
+        const std::vector<std::string_view> candidates(picked.begin(), picked.end());
+        CandidatePositions plainAt;
+        CandidatePositions shapedAt;
+        const auto at = plainAt.resolve(plain, candidates);
+        const auto shapedPositions = shapedAt.resolve(shaped, candidates);
+        for (const char* strategy : {"fgdm", "fgd", "fgdplus", "blockfit", "spread"}) {
+          const ScorerPtr scorer = makeScorer(strategy);
+          for (const Pod& p : pods) {
+            const Pod pod = testing::resolved(*plain, p);
+            const auto expected = prioritize(*plain, pod, candidates, *scorer);
+            const auto result = prioritize(*shaped, pod, candidates, shapedPositions, *scorer);
+            ASSERT_EQ(result.size(), expected.size());
+            for (std::size_t i = 0; i < expected.size(); ++i) {
+              ASSERT_EQ(result[i].node, expected[i].node);
+              ASSERT_EQ(result[i].score, expected[i].score)
+                  << "seed " << seed << ", fit " << fit << ", list " << list << ", " << strategy
+                  << ", pod " << pod.name << " " << pod.gpus << ", node " << expected[i].node;
+            }
+            const auto unshaped = prioritize(*plain, pod, candidates, at, *scorer);
+            ASSERT_EQ(unshaped.size(), expected.size());
+            for (std::size_t i = 0; i < expected.size(); ++i) {
+              ASSERT_EQ(unshaped[i].score, expected[i].score);
+            }
+            ++compared;
+            if (std::any_of(expected.begin(), expected.end(), [&](const NodeScore& s) {
+                  return s.score != expected.front().score;
+                })) {
+              ++scoredApart;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, int{kSeeds} * 3 * 2 * 5 * 8);
+  EXPECT_GT(scoredApart, compared / 3);  // most answers told nodes apart
+}
+
 TEST(NodeShapes, EqualIdsExactlyForNodesThatLookAlike) {
   std::mt19937 rng(11);
   std::vector<std::string> names;

@@ -109,4 +109,11 @@ FilterResult filterRanked(const ClusterSnapshot& snapshot, const Pod& pod,
                           std::span<const std::ptrdiff_t> positions, const Scorer& scorer,
                           std::size_t keep);
 
+// prioritize (filter.h) with the candidates' positions known: the same scores, with fit checked
+// and the scorer asked once per node shape where the scorer allows (all mode's /prioritize scores
+// every feasible node: looking each name up, checking its fit and scoring it was most of its cost).
+std::vector<NodeScore> prioritize(const ClusterSnapshot& snapshot, const Pod& pod,
+                                  std::span<const std::string_view> candidates,
+                                  std::span<const std::ptrdiff_t> positions, const Scorer& scorer);
+
 }  // namespace gpufair::policy
