@@ -31,15 +31,45 @@ void appendVerdicts(std::string& out, std::string_view key,
   out += '}';
 }
 
+// Writes `text` between quotes at `to`, returning the end. For a plain string (isPlainJsonString).
+char* putPlainString(char* to, std::string_view text) {
+  *to++ = '"';
+  if (!text.empty()) std::memcpy(to, text.data(), text.size());  // data() may be null when empty
+  to += text.size();
+  *to++ = '"';
+  return to;
+}
+
+char* putText(char* to, std::string_view text) {
+  std::memcpy(to, text.data(), text.size());
+  return to + text.size();
+}
+
+// The JSON answers' long lists (every feasible node in all mode: thousands of names per request)
+// are written into room made once, not appended piece by piece; a name that needs escaping (never
+// one of Kubernetes', but the body may be anything) sends the rest of the list the general way.
 void appendNodeNames(std::string& out, const std::vector<std::string_view>& names) {
-  out += '[';
-  bool first = true;
-  for (auto name : names) {
-    if (!first) out += ',';
-    first = false;
-    appendJsonString(out, name);
+  std::size_t room = 2;
+  for (auto name : names) room += name.size() + 3;
+  const std::size_t start = out.size();
+  out.resize(start + room);
+  char* to = out.data() + start;
+  *to++ = '[';
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) *to++ = ',';
+    if (!isPlainJsonString(names[i])) {
+      out.resize(static_cast<std::size_t>(to - out.data()));
+      for (std::size_t j = i; j < names.size(); ++j) {
+        if (j > i) out += ',';
+        appendJsonString(out, names[j]);
+      }
+      out += ']';
+      return;
+    }
+    to = putPlainString(to, names[i]);
   }
-  out += ']';
+  *to++ = ']';
+  out.resize(static_cast<std::size_t>(to - out.data()));
 }
 
 // The feasible node objects as the scheduler sent them. `feasible` is in candidate order.
@@ -89,20 +119,48 @@ void encodeFilterError(std::string_view error, std::string& out) {
   out += '}';
 }
 
-void encodeHostPriorityList(std::span<const policy::NodeScore> scores, std::string& out) {
-  out.reserve(out.size() + 2 + 40 * scores.size());
-  out += '[';
-  bool first = true;
-  for (const auto& score : scores) {
-    if (!first) out += ',';
-    first = false;
-    out += "{\"Host\":";
-    appendJsonString(out, score.node);
-    out += ",\"Score\":";
-    appendInt(out, score.score);
+namespace {
+
+constexpr std::string_view kHost = "{\"Host\":";
+constexpr std::string_view kScore = ",\"Score\":";
+
+// HostPriority entries appended one by one, the general way.
+void appendScores(std::string& out, std::span<const policy::NodeScore> scores) {
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    if (i > 0) out += ',';
+    out += kHost;
+    appendJsonString(out, scores[i].node);
+    out += kScore;
+    appendInt(out, scores[i].score);
     out += '}';
   }
-  out += ']';
+}
+
+}  // namespace
+
+void encodeHostPriorityList(std::span<const policy::NodeScore> scores, std::string& out) {
+  constexpr std::size_t kDigits = 20;  // any int64, sign included
+  std::size_t room = 2;
+  for (const auto& score : scores) room += kHost.size() + score.node.size() + kScore.size() + 24;
+  const std::size_t start = out.size();
+  out.resize(start + room);  // as appendNodeNames: room made once
+  char* to = out.data() + start;
+  *to++ = '[';
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    if (i > 0) *to++ = ',';
+    if (!isPlainJsonString(scores[i].node)) {
+      out.resize(static_cast<std::size_t>(to - out.data()));
+      appendScores(out, scores.subspan(i));
+      out += ']';
+      return;
+    }
+    to = putPlainString(putText(to, kHost), scores[i].node);
+    to = putText(to, kScore);
+    to = std::to_chars(to, to + kDigits, scores[i].score).ptr;
+    *to++ = '}';
+  }
+  *to++ = ']';
+  out.resize(static_cast<std::size_t>(to - out.data()));
 }
 
 void encodePreemptionResult(std::span<const std::pair<std::string, MetaVictims>> victims,

@@ -41,6 +41,10 @@ std::size_t firstToEscape(std::string_view text, std::size_t from) {
 
 }  // namespace
 
+bool isPlainJsonString(std::string_view text) {
+  return firstToEscape(text, 0) == text.size();
+}
+
 void appendJsonString(std::string& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::size_t i = firstToEscape(text, 0);

@@ -1,6 +1,8 @@
 // Extender wire codecs against golden requests shaped as kube-scheduler sends them.
 #include "gpufair/api/wire.h"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "test_support.h"
@@ -238,6 +240,34 @@ TEST(WireEncodeTest, HostPriorityListAndPreemptionResult) {
   encodePreemptionResult(victims, out);
   EXPECT_EQ(parseJson(out), nlohmann::json::parse(R"({"NodeNameToMetaVictims":{"n1":
       {"Pods":[{"UID":"u1"},{"UID":"u2"}],"NumPDBViolations":3}}})"));
+}
+
+// The long lists are written into room made once; a name that needs escaping (hostile bodies)
+// switches the rest to the general way. Every position of such a name, scores of any size.
+TEST(WireEncodeTest, ListsWithNamesToEscapeAnywhereRoundTrip) {
+  for (std::size_t odd = 0; odd <= 4; ++odd) {
+    std::vector<std::string> names{"gpu-node-1", "", "n\"2", "gpu-node-3.example", "x"};
+    if (odd < names.size()) names[odd] = "odd \"\\\n\x01 name";
+    ExtenderArgs args;
+    args.candidates.assign(names.begin(), names.end());
+    policy::FilterResult result;
+    result.feasible = args.candidates;
+    std::string out = "prefix";  // appended after what the string held
+    encodeFilterResult(args, result, "", out);
+    ASSERT_EQ(out.substr(0, 6), "prefix");
+    EXPECT_EQ(parseJson(out.substr(6)).at("NodeNames"), nlohmann::json(names)) << odd;
+
+    std::vector<policy::NodeScore> scores;
+    nlohmann::json expected = nlohmann::json::array();
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const int score = i == 0 ? std::numeric_limits<int>::min() : static_cast<int>(i) * 7 - 9;
+      scores.push_back({args.candidates[i], score});
+      expected.push_back({{"Host", names[i]}, {"Score", score}});
+    }
+    out = "[";
+    encodeHostPriorityList(scores, out);
+    EXPECT_EQ(parseJson(out.substr(1)), expected) << odd;
+  }
 }
 
 }  // namespace
