@@ -86,6 +86,21 @@ SnapshotPtr lookAlikeCluster(std::mt19937& rng, bool checkCpuMemory, bool scoreC
                              std::move(options), reservations);
 }
 
+// A candidate list from the cluster's names: most of them, some twice, in random order;
+// `shortList`: only the first 1 to 6 of those.
+std::vector<std::string> candidateList(std::mt19937& rng, const std::vector<std::string>& names,
+                                       bool shortList) {
+  std::vector<std::string> picked;
+  for (const std::string& name : names) {
+    if (rng() % 5 == 0) continue;
+    picked.push_back(name);
+    if (rng() % 12 == 0) picked.push_back(name);
+  }
+  if (shortList) picked.resize(std::min<std::size_t>(picked.size(), 1 + rng() % 6));
+  std::shuffle(picked.begin(), picked.end(), rng);
+  return picked;
+}
+
 TEST(NodeShapes, FilterAndRankAnswerAsWithoutShapes) {
   std::vector<Pod> pods = testing::filterEquivalencePods();
   pods.push_back(MakePod("team-b", "p").gpus(8).cpu(30));  // a whole node
@@ -151,14 +166,7 @@ TEST(NodeShapes, FilterRankedAnswersAsWithoutShapes) {
       const SnapshotPtr plain = lookAlikeCluster(rng, fit == 1, fit == 2, names);
       const SnapshotPtr shaped = withShapes(plain);
       for (int list = 0; list < 3; ++list) {
-        std::vector<std::string> picked;
-        for (const std::string& name : names) {
-          if (rng() % 5 == 0) continue;
-          picked.push_back(name);
-          if (rng() % 12 == 0) picked.push_back(name);
-        }
-        if (list == 2) picked.resize(std::min<std::size_t>(picked.size(), 1 + rng() % 6));
-        std::shuffle(picked.begin(), picked.end(), rng);
+        const std::vector<std::string> picked = candidateList(rng, names, list == 2);
         const std::vector<std::string_view> candidates(picked.begin(), picked.end());
         CandidatePositions plainAt;
         CandidatePositions shapedAt;
@@ -206,14 +214,7 @@ TEST(NodeShapes, PrioritizeFromPositionsScoresAsByName) {
       const SnapshotPtr plain = lookAlikeCluster(rng, fit == 1, fit == 2, names);
       const SnapshotPtr shaped = withShapes(plain);
       for (int list = 0; list < 2; ++list) {
-        std::vector<std::string> picked;
-        for (const std::string& name : names) {
-          if (rng() % 5 == 0) continue;
-          picked.push_back(name);
-          if (rng() % 12 == 0) picked.push_back(name);
-        }
-        if (list == 1) picked.resize(std::min<std::size_t>(picked.size(), 1 + rng() % 6));
-        std::shuffle(picked.begin(), picked.end(), rng);
+        const std::vector<std::string> picked = candidateList(rng, names, list == 1);
         const std::vector<std::string_view> candidates(picked.begin(), picked.end());
         CandidatePositions plainAt;
         CandidatePositions shapedAt;
