@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,42 @@ std::vector<std::string> candidateList(std::mt19937& rng, const std::vector<std:
   return picked;
 }
 
+// The cases of the equivalence tests below: for each seed and fit option (0 plain, 1 CPU and
+// memory checked, 2 scored) a look-alike cluster without and with shapes, then `lists` candidate
+// lists from its names (the last one short), each resolved against both.
+struct ShapeCase {
+  std::uint32_t seed = 0;
+  int fit = 0;
+  int list = 0;
+  SnapshotPtr plain;
+  SnapshotPtr shaped;
+  std::span<const std::string_view> candidates;
+  std::span<const std::ptrdiff_t> at;        // positions in plain
+  std::span<const std::ptrdiff_t> shapedAt;  // positions in shaped
+};
+
+template <class Check>
+void forEachShapeCase(std::uint32_t seeds, int lists, Check check) {
+  for (std::uint32_t seed = 1; seed <= seeds; ++seed) {
+    std::mt19937 rng(seed);
+    for (int fit = 0; fit < 3; ++fit) {
+      std::vector<std::string> names;
+      ShapeCase c{seed, fit, 0, lookAlikeCluster(rng, fit == 1, fit == 2, names), nullptr};
+      c.shaped = withShapes(c.plain);
+      for (c.list = 0; c.list < lists; ++c.list) {
+        const std::vector<std::string> picked = candidateList(rng, names, c.list == lists - 1);
+        const std::vector<std::string_view> candidates(picked.begin(), picked.end());
+        CandidatePositions plainAt;
+        CandidatePositions shapedAt;
+        c.candidates = candidates;
+        c.at = plainAt.resolve(c.plain, candidates);
+        c.shapedAt = shapedAt.resolve(c.shaped, candidates);
+        check(c);
+      }
+    }
+  }
+}
+
 TEST(NodeShapes, FilterAndRankAnswerAsWithoutShapes) {
   std::vector<Pod> pods = testing::filterEquivalencePods();
   pods.push_back(MakePod("team-b", "p").gpus(8).cpu(30));  // a whole node
@@ -159,40 +196,25 @@ TEST(NodeShapes, FilterRankedAnswersAsWithoutShapes) {
   constexpr std::uint32_t kSeeds = 8;
   int compared = 0;
   int narrowed = 0;
-  for (std::uint32_t seed = 1; seed <= kSeeds; ++seed) {
-    std::mt19937 rng(seed);
-    for (int fit = 0; fit < 3; ++fit) {
-      std::vector<std::string> names;
-      const SnapshotPtr plain = lookAlikeCluster(rng, fit == 1, fit == 2, names);
-      const SnapshotPtr shaped = withShapes(plain);
-      for (int list = 0; list < 3; ++list) {
-        const std::vector<std::string> picked = candidateList(rng, names, list == 2);
-        const std::vector<std::string_view> candidates(picked.begin(), picked.end());
-        CandidatePositions plainAt;
-        CandidatePositions shapedAt;
-        const auto at = plainAt.resolve(plain, candidates);
-        const auto shapedPositions = shapedAt.resolve(shaped, candidates);
-        for (const char* strategy : {"fgdm", "fgd", "fgdplus", "blockfit"}) {
-          const ScorerPtr scorer = makeScorer(strategy);
-          for (const Pod& p : pods) {
-            const Pod pod = testing::resolved(*plain, p);
-            for (std::size_t keep :
-                 {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}}) {
-              const FilterResult expected =
-                  filterRanked(*plain, pod, candidates, at, *scorer, keep);
-              const FilterResult result =
-                  filterRanked(*shaped, pod, candidates, shapedPositions, *scorer, keep);
-              ASSERT_EQ(testing::describeFilter(result), testing::describeFilter(expected))
-                  << "seed " << seed << ", fit " << fit << ", list " << list << ", " << strategy
-                  << ", pod " << pod.name << " " << pod.gpus << ", keep " << keep;
-              ++compared;
-              if (filter(*plain, pod, candidates, at).feasible.size() > keep) ++narrowed;
-            }
-          }
+  forEachShapeCase(kSeeds, 3, [&](const ShapeCase& c) {
+    for (const char* strategy : {"fgdm", "fgd", "fgdplus", "blockfit"}) {
+      const ScorerPtr scorer = makeScorer(strategy);
+      for (const Pod& p : pods) {
+        const Pod pod = testing::resolved(*c.plain, p);
+        for (std::size_t keep : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}}) {
+          const FilterResult expected =
+              filterRanked(*c.plain, pod, c.candidates, c.at, *scorer, keep);
+          const FilterResult result =
+              filterRanked(*c.shaped, pod, c.candidates, c.shapedAt, *scorer, keep);
+          ASSERT_EQ(testing::describeFilter(result), testing::describeFilter(expected))
+              << "seed " << c.seed << ", fit " << c.fit << ", list " << c.list << ", " << strategy
+              << ", pod " << pod.name << " " << pod.gpus << ", keep " << keep;
+          ++compared;
+          if (filter(*c.plain, pod, c.candidates, c.at).feasible.size() > keep) ++narrowed;
         }
       }
     }
-  }
+  });
   EXPECT_EQ(compared, int{kSeeds} * 3 * 3 * 4 * 8 * 4);
   EXPECT_GT(narrowed, compared / 3);  // most answers were picks among several fitting nodes
 }
@@ -207,48 +229,31 @@ TEST(NodeShapes, PrioritizeFromPositionsScoresAsByName) {
   constexpr std::uint32_t kSeeds = 6;
   int compared = 0;
   int scoredApart = 0;  // answers where the fitting nodes did not all score alike
-  for (std::uint32_t seed = 1; seed <= kSeeds; ++seed) {
-    std::mt19937 rng(seed);
-    for (int fit = 0; fit < 3; ++fit) {
-      std::vector<std::string> names;
-      const SnapshotPtr plain = lookAlikeCluster(rng, fit == 1, fit == 2, names);
-      const SnapshotPtr shaped = withShapes(plain);
-      for (int list = 0; list < 2; ++list) {
-        const std::vector<std::string> picked = candidateList(rng, names, list == 1);
-        const std::vector<std::string_view> candidates(picked.begin(), picked.end());
-        CandidatePositions plainAt;
-        CandidatePositions shapedAt;
-        const auto at = plainAt.resolve(plain, candidates);
-        const auto shapedPositions = shapedAt.resolve(shaped, candidates);
-        for (const char* strategy : {"fgdm", "fgd", "fgdplus", "blockfit", "spread"}) {
-          const ScorerPtr scorer = makeScorer(strategy);
-          for (const Pod& p : pods) {
-            const Pod pod = testing::resolved(*plain, p);
-            const auto expected = prioritize(*plain, pod, candidates, *scorer);
-            const auto result = prioritize(*shaped, pod, candidates, shapedPositions, *scorer);
-            ASSERT_EQ(result.size(), expected.size());
-            for (std::size_t i = 0; i < expected.size(); ++i) {
-              ASSERT_EQ(result[i].node, expected[i].node);
-              ASSERT_EQ(result[i].score, expected[i].score)
-                  << "seed " << seed << ", fit " << fit << ", list " << list << ", " << strategy
-                  << ", pod " << pod.name << " " << pod.gpus << ", node " << expected[i].node;
-            }
-            const auto unshaped = prioritize(*plain, pod, candidates, at, *scorer);
-            ASSERT_EQ(unshaped.size(), expected.size());
-            for (std::size_t i = 0; i < expected.size(); ++i) {
-              ASSERT_EQ(unshaped[i].score, expected[i].score);
-            }
-            ++compared;
-            if (std::any_of(expected.begin(), expected.end(), [&](const NodeScore& s) {
-                  return s.score != expected.front().score;
-                })) {
-              ++scoredApart;
-            }
-          }
+  forEachShapeCase(kSeeds, 2, [&](const ShapeCase& c) {
+    for (const char* strategy : {"fgdm", "fgd", "fgdplus", "blockfit", "spread"}) {
+      const ScorerPtr scorer = makeScorer(strategy);
+      for (const Pod& p : pods) {
+        const Pod pod = testing::resolved(*c.plain, p);
+        const auto expected = prioritize(*c.plain, pod, c.candidates, *scorer);
+        const auto result = prioritize(*c.shaped, pod, c.candidates, c.shapedAt, *scorer);
+        const auto unshaped = prioritize(*c.plain, pod, c.candidates, c.at, *scorer);
+        ASSERT_EQ(result.size(), expected.size());
+        ASSERT_EQ(unshaped.size(), expected.size());
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+          ASSERT_EQ(result[i].node, expected[i].node);
+          ASSERT_EQ(result[i].score, expected[i].score)
+              << "seed " << c.seed << ", fit " << c.fit << ", list " << c.list << ", " << strategy
+              << ", pod " << pod.name << " " << pod.gpus << ", node " << expected[i].node;
+          ASSERT_EQ(unshaped[i].score, expected[i].score);
+        }
+        ++compared;
+        if (std::any_of(expected.begin(), expected.end(),
+                        [&](const NodeScore& s) { return s.score != expected.front().score; })) {
+          ++scoredApart;
         }
       }
     }
-  }
+  });
   EXPECT_EQ(compared, int{kSeeds} * 3 * 2 * 5 * 8);
   EXPECT_GT(scoredApart, compared / 3);  // most answers told nodes apart
 }
