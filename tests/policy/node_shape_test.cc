@@ -122,7 +122,8 @@ void forEachShapeCase(std::uint32_t seeds, int lists, Check check) {
     std::mt19937 rng(seed);
     for (int fit = 0; fit < 3; ++fit) {
       std::vector<std::string> names;
-      ShapeCase c{seed, fit, 0, lookAlikeCluster(rng, fit == 1, fit == 2, names), nullptr};
+      ShapeCase c{
+          .seed = seed, .fit = fit, .plain = lookAlikeCluster(rng, fit == 1, fit == 2, names)};
       c.shaped = withShapes(c.plain);
       for (c.list = 0; c.list < lists; ++c.list) {
         const std::vector<std::string> picked = candidateList(rng, names, c.list == lists - 1);
