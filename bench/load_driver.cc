@@ -383,7 +383,8 @@ int run(const Options& o) {
     std::fprintf(stderr, "load_driver: %d pods unschedulable, first: %s\n", totals.unschedulable,
                  totals.firstRefusal.c_str());
   }
-  const double cpuPerPodUs = bound > 0 ? (after.cpuSeconds - before.cpuSeconds) * 1e6 / bound : 0;
+  const double onePod = bound > 0 ? 1.0 / bound : 0;
+  const double cpuPerPodUs = (after.cpuSeconds - before.cpuSeconds) * 1e6 * onePod;
   const std::string extender =
       reference ? "limit-server-" + o.limitServerMode : std::string("gpufair");
   std::printf(
@@ -391,11 +392,15 @@ int run(const Options& o) {
       "api_writes=%zu prioritized=%d seconds=%.2f pods_per_s=%.0f extender_us_p50=%.0f "
       "extender_us_p99=%.0f filter_us_p50=%.0f filter_us_p99=%.0f cpu_us_per_pod=%.1f "
       "rss_mib=%.0f peak_rss_mib=%.0f ready_s=%.1f write_latency_ms=%d gpu_milli=%d "
-      "with_gpu_index=%d\n",
+      "with_gpu_index=%d system_us_per_pod=%.1f voluntary_switches_per_pod=%.2f "
+      "involuntary_switches_per_pod=%.2f\n",
       extender.c_str(), o.mode.c_str(), o.nodes, o.existingPods, o.pods, bound, boundInApi,
       bindings, prioritized, seconds, bound / seconds, quantile(perPod, 0.5),
       quantile(perPod, 0.99), quantile(filters, 0.5), quantile(filters, 0.99), cpuPerPodUs,
-      after.rssMiB, after.peakRssMiB, readySeconds, o.writeLatencyMs, o.gpuMilli, withGpuIndex);
+      after.rssMiB, after.peakRssMiB, readySeconds, o.writeLatencyMs, o.gpuMilli, withGpuIndex,
+      (after.systemSeconds - before.systemSeconds) * 1e6 * onePod,
+      static_cast<double>(after.voluntarySwitches - before.voluntarySwitches) * onePod,
+      static_cast<double>(after.involuntarySwitches - before.involuntarySwitches) * onePod);
   // The limit server posts no Binding: only gpufair's pods are looked for in the API server.
   const bool apiAgrees =
       reference || (boundInApi == o.pods && (o.gpuMilli == 0 || withGpuIndex == o.pods));

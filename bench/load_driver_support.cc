@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -111,6 +112,19 @@ ProcessUsage processUsage(pid_t pid) {
       }
     }
     usage.cpuSeconds = (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+    usage.systemSeconds = stime / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream taskStatus(task.path() / "status");
+    for (std::string line; std::getline(taskStatus, line);) {
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) {
+        usage.voluntarySwitches += std::stol(line.substr(24));
+      } else if (line.rfind("nonvoluntary_ctxt_switches:", 0) == 0) {
+        usage.involuntarySwitches += std::stol(line.substr(27));
+      }
+    }
   }
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(status, line);) {

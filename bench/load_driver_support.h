@@ -46,9 +46,13 @@ class KeepAliveClient {
   std::uint64_t opened_ = 0;
 };
 
-// CPU time (user + system) and resident memory of a process, from /proc/<pid>/stat and status.
+// CPU time (user + system, and system alone), context switches summed over the threads alive at
+// the time, and resident memory of a process, from /proc/<pid>/stat, status and task/*/status.
 struct ProcessUsage {
   double cpuSeconds = 0;
+  double systemSeconds = 0;
+  long voluntarySwitches = 0;    // the thread slept (waited for input, a lock, a timer)
+  long involuntarySwitches = 0;  // the thread was preempted
   double rssMiB = 0;
   double peakRssMiB = 0;  // VmHWM
 };
