@@ -42,6 +42,18 @@ error_code readPlain(int fd, beast::flat_buffer& buffer, bool waitFirst,
   }
 }
 
+// Whether a TLS stream holds more than its last read returned. One read gives at most one TLS
+// record, and an API server writes each watch event as a record of its own: the rest waits in
+// OpenSSL (decrypted or not), in the BIO pair asio feeds it from the socket, or in the socket.
+bool moreWaiting(ssl::stream<beast::tcp_stream>& tls) {
+  SSL* session = tls.native_handle();
+  if (SSL_pending(session) > 0 || SSL_has_pending(session) == 1) return true;
+  if (BIO* in = SSL_get_rbio(session); in != nullptr && BIO_ctrl_pending(in) > 0) return true;
+  error_code ec;
+  const std::size_t inSocket = tls.next_layer().socket().available(ec);
+  return !ec && inSocket > 0;
+}
+
 }  // namespace
 
 ApiResponse KeepAliveTransport::stream(const ApiRequest& request, const std::string& authorization,
@@ -148,7 +160,11 @@ ApiResponse KeepAliveTransport::stream(const ApiRequest& request, const std::str
         batching = batching ? now - started < window / 4 : now - lastRead < window;
         lastRead = now;
       }
-      filled = read == kReadChunk;
+      // A full read, or a TLS record with more behind it, leaves more to read at once: the batch
+      // window is waited for only once the stream is drained (else a TLS watch would take one
+      // event per window, 500 a second, and fall behind any burst).
+      filled = read == kReadChunk ||
+               (read > 0 && connection->tls() != nullptr && moreWaiting(*connection->tls()));
       if (ec == asio::error::eof) {
         // As Beast's read: the end of a body without a length, else a message cut short.
         ec = {};

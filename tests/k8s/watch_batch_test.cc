@@ -1,8 +1,10 @@
 // KeepAliveTransport::stream's batch window (ApiRequest::batchWindow): while lines keep coming,
 // the reader waits for the window before its next read, so that lines arriving meanwhile are read
-// and handed over together; without a window each is handed over as it arrives. And the fake API
-// server's watch writes the events it has at one wake-up in one chunk, as kube-apiserver flushes
-// its watch once no further event is queued.
+// and handed over together; without a window each is handed over as it arrives. Over TLS, where
+// each event comes as a record of its own and a read returns one record, what waits is read at once
+// after the window, not one record per window. And the fake API server's watch writes the events
+// it has at one wake-up in one chunk, as kube-apiserver flushes its watch once no further event is
+// queued.
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -16,9 +18,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 #include <gtest/gtest.h>
 
+#include "client_auth.h"
 #include "k8s/fake_apiserver.h"
 #include "keepalive_transport.h"
 
@@ -137,6 +142,80 @@ TEST(WatchBatchWindow, LinesThatKeepComingWaitForTheWindowAndComeTogether) {
     EXPECT_EQ(watchOfFive(c.window, c.pause, delivered), c.beforeFour);
     EXPECT_EQ(delivered.lines(), kFive);
   }
+}
+
+// A TLS watch: lines 1 and 2 start the batching; then `burst` more lines, each written (and so
+// encrypted) as a record of its own while the reader waits for its window. Returns how long after
+// the burst was written the last line was handed over.
+std::chrono::milliseconds burstOverTls(std::chrono::microseconds window, int burst,
+                                       Delivered& delivered) {
+  namespace ssl = asio::ssl;
+  asio::io_context ioc;
+  asio::ip::tcp::acceptor acceptor(ioc, {asio::ip::make_address("127.0.0.1"), 0});
+  ssl::context serverContext(ssl::context::tls_server);
+  serverContext.use_certificate_chain(asio::buffer(fake::testPki().serverCertPem));
+  serverContext.use_private_key(asio::buffer(fake::testPki().serverKeyPem), ssl::context::pem);
+  std::chrono::steady_clock::time_point burstWritten;
+  std::thread server([&] {
+    ssl::stream<asio::ip::tcp::socket> tls(ioc, serverContext);
+    acceptor.accept(tls.next_layer());
+    boost::system::error_code ec;
+    tls.handshake(ssl::stream_base::server, ec);
+    std::string request;
+    asio::read_until(tls, asio::dynamic_buffer(request), "\r\n\r\n", ec);
+    asio::write(tls,
+                asio::buffer(std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")),
+                ec);
+    delivered.waitForHeaders();
+    for (int i = 1; i <= 2; ++i) {
+      asio::write(tls, asio::buffer(chunk("{\"n\":" + std::to_string(i) + "}\n")), ec);
+      delivered.waitFor(i, std::chrono::seconds(10));
+    }
+    for (int i = 3; i < 3 + burst; ++i) {
+      asio::write(tls, asio::buffer(chunk("{\"n\":" + std::to_string(i) + "}\n")), ec);
+    }
+    burstWritten = std::chrono::steady_clock::now();
+    delivered.waitFor(2 + burst, std::chrono::seconds(60));
+    asio::write(tls, asio::buffer(std::string("0\r\n\r\n")), ec);
+    tls.shutdown(ec);
+  });
+  ClientConfig config;
+  config.caData = fake::testPki().caPem;
+  auto material = TlsMaterial::load(config);
+  EXPECT_TRUE(material) << material.error();
+  KeepAliveTransport transport(
+      "https://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()),
+      std::make_shared<const TlsMaterial>(std::move(material).value()), true);
+  ApiRequest request;
+  request.path = "/api/v1/pods?watch=1";
+  request.batchWindow = window;
+  request.onResponse = [&](int) { delivered.headersRead(); };
+  std::atomic<bool> cancel{false};
+  std::chrono::steady_clock::time_point lastHandedOver;
+  const ApiResponse response = transport.stream(
+      request, "",
+      [&](std::string_view line) {
+        lastHandedOver = std::chrono::steady_clock::now();
+        delivered.add(line);
+        return true;
+      },
+      cancel);
+  server.join();
+  EXPECT_TRUE(response.ok()) << response.describe();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(lastHandedOver - burstWritten);
+}
+
+// 30 events of a burst come within about one window (500 ms) of being written, all of them: a
+// reader that took one record per window needed 15 s. The bound leaves room for a slow machine.
+TEST(WatchBatchWindow, TlsRecordsThatWaitAreReadAtOnceAfterTheWindow) {
+  Delivered delivered;
+  const auto late = burstOverTls(std::chrono::milliseconds(500), 30, delivered);
+  const auto lines = delivered.lines();
+  ASSERT_EQ(lines.size(), 32u);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i], "{\"n\":" + std::to_string(i + 1) + "}");
+  }
+  EXPECT_LT(late, std::chrono::milliseconds(4'000));
 }
 
 // Events already there when a watch starts (it resumes from an older resourceVersion) leave in one
