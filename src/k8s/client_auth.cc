@@ -96,14 +96,23 @@ Result<TlsMaterial> TlsMaterial::load(const ClientConfig& config) {
   return m;
 }
 
-void TlsMaterial::configure(boost::asio::ssl::context& context) const {
-  if (!caData_.empty() || !caFile_.empty()) {
-    auto pem = pemOf(caData_, caFile_, "certificate-authority");
-    SSL_CTX_set_cert_store(context.native_handle(), storeFromPem(pem, "certificate-authority"));
+TlsMaterial::Pems TlsMaterial::read() const {
+  Pems pems;
+  if (hasCa()) pems.ca = pemOf(caData_, caFile_, "certificate-authority");
+  if (!certData_.empty() || !certFile_.empty()) {
+    pems.cert = pemOf(certData_, certFile_, "client-certificate");
+    pems.key = pemOf(keyData_, keyFile_, "client-key");
+  }
+  return pems;
+}
+
+void TlsMaterial::configure(boost::asio::ssl::context& context, const Pems& pems) const {
+  if (hasCa()) {
+    SSL_CTX_set_cert_store(context.native_handle(), storeFromPem(pems.ca, "certificate-authority"));
   }
   if (!certData_.empty() || !certFile_.empty()) {
-    auto cert = pemOf(certData_, certFile_, "client-certificate");
-    auto key = pemOf(keyData_, keyFile_, "client-key");
+    const std::string& cert = pems.cert;
+    const std::string& key = pems.key;
     boost::system::error_code ec;
     context.use_certificate_chain(boost::asio::buffer(cert), ec);
     if (ec) throw std::runtime_error("client-certificate: not a PEM certificate");

@@ -21,10 +21,21 @@ class TlsMaterial {
   // certificate and key); the error names the kubeconfig field at fault.
   static Result<TlsMaterial> load(const ClientConfig& config);
 
+  // The PEM text as it is now: inline data, or the files read again. Throws std::runtime_error
+  // when a file can no longer be read.
+  struct Pems {
+    std::string ca, cert, key;  // empty when not configured
+    bool operator==(const Pems&) const = default;
+  };
+  Pems read() const;
+  bool hasCa() const { return !caData_.empty() || !caFile_.empty(); }
+
   // Configures a connection's context: with a CA bundle only those CAs are trusted (not the
   // system roots); with a client certificate it is presented. Throws std::runtime_error when a
-  // file can no longer be read (the request then fails with that message).
-  void configure(boost::asio::ssl::context& context) const;
+  // file can no longer be read or what it holds is not usable (the request then fails with that
+  // message).
+  void configure(boost::asio::ssl::context& context) const { configure(context, read()); }
+  void configure(boost::asio::ssl::context& context, const Pems& pems) const;
 
  private:
   std::string caData_, caFile_, certData_, certFile_, keyData_, keyFile_;

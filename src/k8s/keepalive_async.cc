@@ -19,7 +19,7 @@ constexpr std::chrono::milliseconds kTrustedIdle{1'000};
 
 class AsyncKeepAlive::Connection {
  public:
-  Connection(asio::io_context& context, std::unique_ptr<ssl::context> tlsContext)
+  Connection(asio::io_context& context, std::shared_ptr<ssl::context> tlsContext)
       : strand_(asio::make_strand(context)), timer(strand_), context_(std::move(tlsContext)) {
     if (context_) {
       tls_.emplace(strand_, *context_);
@@ -62,7 +62,7 @@ class AsyncKeepAlive::Connection {
   std::optional<tcp::resolver> resolver;  // while a host name is looked up
 
  private:
-  std::unique_ptr<ssl::context> context_;
+  std::shared_ptr<ssl::context> context_;  // shared with the other connections
   std::optional<ssl::stream<beast::tcp_stream>> tls_;
   std::optional<beast::tcp_stream> plain_;
 };
@@ -256,7 +256,7 @@ AsyncKeepAlive::ConnectionPtr AsyncKeepAlive::take() {
 }
 
 AsyncKeepAlive::ConnectionPtr AsyncKeepAlive::create(std::string& error) {
-  std::unique_ptr<ssl::context> tlsContext = target_.tlsContext(error);
+  std::shared_ptr<ssl::context> tlsContext = target_.tlsContext(error);
   if (target_.https_ && !tlsContext) return nullptr;
   auto connection = std::make_shared<Connection>(context_, std::move(tlsContext));
   if (auto* tls = connection->tls()) nameServer(*tls, target_.host_, target_.verifyServer_);

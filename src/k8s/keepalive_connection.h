@@ -119,7 +119,7 @@ void nameServer(TlsStream& tls, const std::string& host, bool verifyServer) {
 
 class KeepAliveTransport::Connection {
  public:
-  explicit Connection(std::unique_ptr<ssl::context> context) : context_(std::move(context)) {
+  explicit Connection(std::shared_ptr<ssl::context> context) : context_(std::move(context)) {
     if (context_) {
       tls_.emplace(ioc_, *context_);
     } else {
@@ -182,8 +182,8 @@ class KeepAliveTransport::Connection {
     return why;
   }
 
-  asio::io_context ioc_{1};  // first: the streams below are destroyed before it
-  std::unique_ptr<ssl::context> context_;
+  asio::io_context ioc_{1};                // first: the streams below are destroyed before it
+  std::shared_ptr<ssl::context> context_;  // shared with the transport's other connections
   std::optional<ssl::stream<beast::tcp_stream>> tls_;
   std::optional<beast::tcp_stream> plain_;
   beast::flat_buffer buffer_;

@@ -140,6 +140,11 @@ KeepAliveTransport::KeepAliveTransport(const std::string& server,
 
 KeepAliveTransport::~KeepAliveTransport() = default;
 
+std::size_t KeepAliveTransport::tlsContextsBuilt() const {
+  std::lock_guard lock(tlsMu_);
+  return tlsBuilt_;
+}
+
 std::size_t KeepAliveTransport::connectionsOpened() const {
   std::lock_guard lock(mu_);
   return opened_;
@@ -155,18 +160,26 @@ void KeepAliveTransport::giveBack(ConnectionPtr connection) {
   if (idle_.size() < kMaxIdle) idle_.push_back(std::move(connection));
 }
 
-std::unique_ptr<ssl::context> KeepAliveTransport::tlsContext(std::string& error) const {
+std::shared_ptr<ssl::context> KeepAliveTransport::tlsContext(std::string& error) const {
   if (!https_) return nullptr;
   try {
-    auto context = std::make_unique<ssl::context>(ssl::context::tls_client);
-    error_code ignored;
+    TlsMaterial::Pems pems = tls_ ? tls_->read() : TlsMaterial::Pems{};  // throws: unreadable
+    std::lock_guard lock(tlsMu_);
+    if (tlsContext_ != nullptr && pems == tlsBuiltFrom_) return tlsContext_;
+    auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
     if (verifyServer_) {
-      context->set_default_verify_paths(ignored);
+      // The system roots only when no CA bundle is configured: a bundle replaces the store (as
+      // client-go trusts only the kubeconfig's CA when it names one).
+      error_code ignored;
+      if (tls_ == nullptr || !tls_->hasCa()) context->set_default_verify_paths(ignored);
       context->set_verify_mode(ssl::verify_peer);
     } else {
       context->set_verify_mode(ssl::verify_none);
     }
-    if (tls_) tls_->configure(*context);  // throws when a file can no longer be read
+    if (tls_) tls_->configure(*context, pems);
+    tlsContext_ = context;
+    tlsBuiltFrom_ = std::move(pems);
+    ++tlsBuilt_;
     return context;
   } catch (const std::exception& e) {
     ERR_clear_error();
@@ -178,7 +191,7 @@ std::unique_ptr<ssl::context> KeepAliveTransport::tlsContext(std::string& error)
 KeepAliveTransport::ConnectionPtr KeepAliveTransport::open(SteadyClock::time_point deadline,
                                                            std::string& error,
                                                            const std::atomic<bool>* cancel) {
-  std::unique_ptr<ssl::context> context = tlsContext(error);
+  std::shared_ptr<ssl::context> context = tlsContext(error);
   if (https_ && !context) return nullptr;
   auto connection = std::make_unique<Connection>(std::move(context));
   if (auto* tls = connection->tls()) nameServer(*tls, host_, verifyServer_);

@@ -9,8 +9,9 @@
 //     connection before any byte of the answer arrived is sent once more on a new connection
 //     (what cpprest's asio client did, for any method).
 //   - TLS: the CA bundle and client certificate of TlsMaterial, read again for every new
-//     connection; the server certificate is verified, its name against the host, unless
-//     insecureSkipTlsVerify.
+//     connection (one TLS context serves all connections while they stay the same); the server
+//     certificate is verified, its name against the host, unless insecureSkipTlsVerify; with a
+//     CA bundle only its CAs are trusted, without one the system roots.
 //   - The request's timeout bounds the whole request (connect, TLS handshake, write, read).
 // Errors are values: the status and body of any answer, or a transport error text.
 // Thread-safety: send() may be called from many threads at once; each takes its own connection.
@@ -65,14 +66,18 @@ class KeepAliveTransport {
 
   // Connections opened so far (for tests and stats).
   std::size_t connectionsOpened() const;
+  // TLS contexts built so far: one, unless the CA bundle or client certificate changed (for tests).
+  std::size_t tlsContextsBuilt() const;
 
   class Connection;
 
  private:
   friend class AsyncKeepAlive;  // connects as open() does (keepalive_async.cc)
   // The TLS context of a new connection to an https server (null for http), or null with `error`
-  // set: verification as configured, the CA bundle and client certificate of tls_ read again.
-  std::unique_ptr<boost::asio::ssl::context> tlsContext(std::string& error) const;
+  // set: verification as configured, the CA bundle and client certificate of tls_ read again,
+  // and the context built for them before returned while they are the same (building one parses
+  // every CA certificate, and the system roots when no CA bundle is configured: milliseconds).
+  std::shared_ptr<boost::asio::ssl::context> tlsContext(std::string& error) const;
   using ConnectionPtr = std::unique_ptr<Connection>;
   // An idle connection still open, or null.
   ConnectionPtr take();
@@ -89,6 +94,11 @@ class KeepAliveTransport {
   std::string basePath_;    // the server URL's path, put before every request's path
   std::shared_ptr<const TlsMaterial> tls_;
   bool verifyServer_ = true;
+
+  mutable std::mutex tlsMu_;
+  mutable std::shared_ptr<boost::asio::ssl::context> tlsContext_;  // GUARDED_BY(tlsMu_)
+  mutable TlsMaterial::Pems tlsBuiltFrom_;                         // GUARDED_BY(tlsMu_)
+  mutable std::size_t tlsBuilt_ = 0;                               // GUARDED_BY(tlsMu_)
 
   mutable std::mutex mu_;
   std::vector<ConnectionPtr> idle_;  // GUARDED_BY(mu_)
