@@ -64,6 +64,9 @@ struct Options {
   // The fake API server answers every write (the Binding, PATCHes) after this long: a real
   // kube-apiserver's etcd write takes ms, the in-process fake's ~0.1 ms.
   int writeLatencyMs = 0;
+  // The fake API server over TLS (its test CA in the kubeconfig), as every real kube-apiserver is:
+  // the Binding, its answer and the watch events then go through gpufair's TLS streams.
+  bool apiTls = false;
   std::string threads = "1";  // gpufair --threads (serve's default)
   std::string logLevel = "info";
   bool quota = false;  // a quota ConfigMap giving the pods' namespace every GPU
@@ -109,6 +112,7 @@ Options parseOptions(int argc, char** argv) {
   take("gpus-per-node", o.gpusPerNode);
   take("bind-workers", o.bindWorkers);
   take("write-latency-ms", o.writeLatencyMs);
+  take("api-tls", o.apiTls);
   take("threads", o.threads);
   take("log-level", o.logLevel);
   take("quota", o.quota);
@@ -172,15 +176,6 @@ std::vector<std::string> loadCluster(k8s::fake::FakeApiServer& api, const Option
     pending.push_back(api.create("/api/v1/namespaces/bench/pods", std::move(pod)).dump());
   }
   return pending;
-}
-
-std::string writeKubeconfig(const k8s::fake::FakeApiServer& api, const std::string& dir) {
-  const std::string path = dir + "/kubeconfig";
-  std::ofstream(path) << "apiVersion: v1\nkind: Config\ncurrent-context: bench\n"
-                      << "clusters:\n- name: fake\n  cluster:\n    server: " << api.url()
-                      << "\ncontexts:\n- name: bench\n  context: {cluster: fake, user: u}\n"
-                      << "users:\n- name: u\n  user: {token: bench}\n";
-  return path;
 }
 
 std::string namesJson(const std::vector<int>& nodes) {
@@ -288,6 +283,7 @@ int run(const Options& o) {
   k8s::fake::FakeApiServerOptions apiOptions;
   apiOptions.historyLimit = 10'000'000;
   apiOptions.writeLatency = std::chrono::milliseconds(o.writeLatencyMs);
+  apiOptions.tls = o.apiTls;
   k8s::fake::FakeApiServer api(apiOptions);
   api.start();
   std::vector<int> freeGpus;
@@ -305,8 +301,11 @@ int run(const Options& o) {
     child.emplace(o.limitServer, std::vector<std::string>{std::to_string(port), o.limitServerMode},
                   o.workDir + "/limit-server.log");
   } else {
-    child.emplace(o.gpufair, serveArgs(o, writeKubeconfig(api, o.workDir)),
-                  o.workDir + "/gpufair.log");
+    child.emplace(
+        o.gpufair,
+        serveArgs(
+            o, writeKubeconfig(api.url(), o.apiTls ? k8s::fake::testPki().caPem : "", o.workDir)),
+        o.workDir + "/gpufair.log");
     port = child->waitForPort(std::chrono::seconds{60});
   }
   KeepAliveClient client(port);

@@ -93,6 +93,23 @@ HttpAnswer KeepAliveClient::request(bool isPost, const std::string& target,
   return answer;
 }
 
+std::string writeKubeconfig(const std::string& serverUrl, const std::string& caPem,
+                            const std::string& dir) {
+  std::string authority;
+  if (!caPem.empty()) {
+    const std::string caPath = dir + "/ca.crt";
+    std::ofstream(caPath) << caPem;
+    authority = "\n    certificate-authority: " + caPath;
+  }
+  const std::string path = dir + "/kubeconfig";
+  std::ofstream(path) << "apiVersion: v1\nkind: Config\ncurrent-context: bench\n"
+                      << "clusters:\n- name: fake\n  cluster:\n    server: " << serverUrl
+                      << authority
+                      << "\ncontexts:\n- name: bench\n  context: {cluster: fake, user: u}\n"
+                      << "users:\n- name: u\n  user: {token: bench}\n";
+  return path;
+}
+
 ProcessUsage processUsage(pid_t pid) {
   ProcessUsage usage;
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");

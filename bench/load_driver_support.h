@@ -46,6 +46,12 @@ class KeepAliveClient {
   std::uint64_t opened_ = 0;
 };
 
+// Writes dir/kubeconfig for gpufair serve --kubeconfig: the API server at serverUrl with a Bearer
+// token; with caPem (an https serverUrl) also dir/ca.crt, named as its certificate-authority.
+// Returns the kubeconfig's path.
+std::string writeKubeconfig(const std::string& serverUrl, const std::string& caPem,
+                            const std::string& dir);
+
 // CPU time (user + system, and system alone), context switches summed over the threads alive at
 // the time, and resident memory of a process, from /proc/<pid>/stat, status and task/*/status.
 struct ProcessUsage {
