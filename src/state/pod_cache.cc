@@ -32,6 +32,27 @@ bool hasKey(const policy::Pod* pod, std::string_view key) {
   return pod->ns + "/" + pod->name == key;
 }
 
+// Puts the pod into a list in key order (replacing the one with its key); whether it changed.
+bool putByKey(policy::PendingPods& list, const std::string& key, const policy::PodPtr& pod) {
+  const auto at = list.lowerBound([&](const policy::Pod& p) { return keyBefore(p, key); });
+  const policy::Pod* there = list.at(at);
+  if (hasKey(there, key)) {
+    if (there == pod.get()) return false;
+    list.replace(at, pod);
+  } else {
+    list.insert(at, pod);
+  }
+  return true;
+}
+
+// Takes the pod with this key out of a list in key order; whether it was there.
+bool eraseByKey(policy::PendingPods& list, const std::string& key) {
+  const auto at = list.lowerBound([&](const policy::Pod& p) { return keyBefore(p, key); });
+  if (!hasKey(list.at(at), key)) return false;
+  list.erase(at);
+  return true;
+}
+
 void resolve(policy::Pod& pod, const QuotaConfig& quota) {
   pod.queue = policy::resolveQueue(quota, pod.ns, pod.labels);
   policy::applyGangLabels(pod);
@@ -109,9 +130,12 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
   if (assumed != wasAssumed) {
     if (assumed) {
       assumed_.insert(key);
+      putByKey(assumedPods_, key, pod);
     } else {
       assumed_.erase(key);
+      eraseByKey(assumedPods_, key);
     }
+    publishedAssumed_ = nullptr;
     dirty_.provisional();
   }
   Entry& e = it != pods_.end() ? it->second : pods_[key];  // one lookup for a known pod
@@ -134,6 +158,8 @@ void PodCache::remove(std::string_view uid) {
   erasePending(key);
   if (it->second.assumed) {
     assumed_.erase(key);
+    eraseByKey(assumedPods_, key);
+    publishedAssumed_ = nullptr;
     dirty_.provisional();
   }
   offeredOnly_.erase(key);
@@ -293,22 +319,18 @@ std::shared_ptr<const policy::PendingPods> PodCache::pendingList() const {
 }
 
 void PodCache::setPending(const std::string& key, const policy::PodPtr& pod) {
-  const auto at = pending_.lowerBound([&](const policy::Pod& p) { return keyBefore(p, key); });
-  const policy::Pod* there = pending_.at(at);
-  if (hasKey(there, key)) {
-    if (there == pod.get()) return;
-    pending_.replace(at, pod);
-  } else {
-    pending_.insert(at, pod);
-  }
-  published_ = nullptr;
+  if (putByKey(pending_, key, pod)) published_ = nullptr;
 }
 
 void PodCache::erasePending(const std::string& key) {
-  const auto at = pending_.lowerBound([&](const policy::Pod& p) { return keyBefore(p, key); });
-  if (!hasKey(pending_.at(at), key)) return;
-  pending_.erase(at);
-  published_ = nullptr;
+  if (eraseByKey(pending_, key)) published_ = nullptr;
+}
+
+std::shared_ptr<const policy::PendingPods> PodCache::assumedList() const {
+  if (publishedAssumed_ == nullptr) {
+    publishedAssumed_ = std::make_shared<const policy::PendingPods>(assumedPods_);
+  }
+  return publishedAssumed_;
 }
 
 PodCache::GangCount PodCache::gangCount(const std::string& gangKey) const {

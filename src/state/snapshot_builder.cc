@@ -167,7 +167,7 @@ policy::SnapshotPtr SnapshotBuilder::build(const PodCache& pods,
   if (!inPlace) reindex();
   if (dirty_.hasPending() || !builtPending_) builtPending_ = pods.pendingList();
   if (dirty_.hasProvisional() || !builtProvisional_) {
-    builtProvisional_ = std::make_shared<const std::vector<std::string>>(pods.assumedUids());
+    builtProvisional_ = pods.assumedList();
   }
   dirty_.clear();
   policy::SnapshotOptions published{options_.fit, publishedWorkload_, options_.seed};

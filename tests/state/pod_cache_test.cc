@@ -210,6 +210,10 @@ TEST(PodCacheLifeCycle, EachStepSequenceEndsInItsStage) {
     EXPECT_EQ(cache.assumedUids(), c.stage == Stage::kAssumed ? std::vector<std::string>{kUid}
                                                               : std::vector<std::string>{});
     EXPECT_EQ(cache.isAssumed(kUid), c.stage == Stage::kAssumed);
+    const auto assumed = cache.assumedList();
+    EXPECT_EQ(assumed->size(), c.stage == Stage::kAssumed ? 1u : 0u);
+    EXPECT_EQ(assumed->anyWithUid(kUid, [](const policy::Pod&) { return true; }),
+              c.stage == Stage::kAssumed);
   }
 }
 

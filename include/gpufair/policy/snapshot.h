@@ -50,10 +50,10 @@ struct SnapshotOptions {
   WorkloadPtr workload;
   // Seed for strategies that choose pseudo-randomly (the engine never reads global randomness).
   std::uint64_t seed = 0;
-  // Uids of pods placed provisionally, sorted: the state layer placed them at bind and the API
+  // Pods placed provisionally, in uid order: the state layer placed them at bind and the API
   // server has not confirmed it yet. The engine counts them like any placed pod; only reports
-  // and label upkeep tell them apart. Null: none.
-  std::shared_ptr<const std::vector<std::string>> provisional{};
+  // and label upkeep tell them apart, by uid. Null: none.
+  std::shared_ptr<const PendingPods> provisional{};
   // The shape of each node, in the order of ClusterSnapshot::nodes() (the snapshot builder numbers
   // them, node_shape.h); null: not known, and the engine checks every node by itself. Shapes
   // whose count does not match the nodes are ignored.
@@ -313,8 +313,8 @@ class ClusterSnapshot {
   std::uint64_t seed() const { return options_.seed; }
   // Whether the pod with this uid is placed provisionally (SnapshotOptions::provisional).
   bool isProvisional(std::string_view uid) const {
-    const auto& uids = options_.provisional;
-    return uids != nullptr && std::binary_search(uids->begin(), uids->end(), uid, std::less<>{});
+    const auto& pods = options_.provisional;
+    return pods != nullptr && pods->anyWithUid(uid, [](const Pod&) { return true; });
   }
   // The largest allocatable of any node taking new pods (normalizes bestfit and dotprod).
   MilliGpu maxNodeGpus() const { return maxNodeGpus_; }

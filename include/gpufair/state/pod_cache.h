@@ -116,6 +116,10 @@ class PodCache {
   std::shared_ptr<const policy::PendingPods> pendingList() const;
   // Uids of assumed pods, sorted.
   std::vector<std::string> assumedUids() const { return {assumed_.begin(), assumed_.end()}; }
+  // The assumed pods by uid, shared as pendingList is: a snapshot's provisional pods, published
+  // after an assume or confirm by copying the list of chunks, not every assumed uid (the pods are
+  // as they were when assumed; only their uids are read).
+  std::shared_ptr<const policy::PendingPods> assumedList() const;
   GangCount gangCount(const std::string& gangKey) const;
   // Members of the gang that want no GPU, are unplaced and not finished or terminating.
   std::vector<policy::PodPtr> unplacedWithoutGpus(const std::string& gangKey) const;
@@ -149,6 +153,10 @@ class PodCache {
   bool offeredIsDemand_ = true;
   std::unordered_map<std::string, std::set<std::string>> gangMembers_;  // by Pod::gangKey
   std::set<std::string> assumed_;
+  // The pods of assumed_, in key order; publishedAssumed_: as assumedList last handed it out, null
+  // when it changed since.
+  policy::PendingPods assumedPods_;
+  mutable std::shared_ptr<const policy::PendingPods> publishedAssumed_;
   // Entries with !fromApi and no node: what expire() may drop. Kept so that expire() looks only
   // at these and at assumed_, not at every pod.
   std::set<std::string> offeredOnly_;

@@ -122,7 +122,7 @@ class SnapshotBuilder {
   std::vector<std::uint32_t> shapeOf_;  // shape of built_[i], published with each snapshot
   std::shared_ptr<const policy::NodeShapes> builtShapes_;  // the last published copy of shapeOf_
   std::shared_ptr<const policy::PendingPods> builtPending_;
-  std::shared_ptr<const std::vector<std::string>> builtProvisional_;
+  std::shared_ptr<const policy::PendingPods> builtProvisional_;
   policy::SnapshotPtr current_;
   policy::WorkloadModel learned_;
   policy::WorkloadPtr fixedWorkload_;
