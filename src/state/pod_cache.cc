@@ -129,10 +129,8 @@ void PodCache::store(policy::PodPtr pod, Timestamp seen, bool fromApi, bool assu
   }
   if (assumed != wasAssumed) {
     if (assumed) {
-      assumed_.insert(key);
       putByKey(assumedPods_, key, pod);
     } else {
-      assumed_.erase(key);
       eraseByKey(assumedPods_, key);
     }
     publishedAssumed_ = nullptr;
@@ -157,7 +155,6 @@ void PodCache::remove(std::string_view uid) {
   unindex(key, *it->second.pod, nullptr);
   erasePending(key);
   if (it->second.assumed) {
-    assumed_.erase(key);
     eraseByKey(assumedPods_, key);
     publishedAssumed_ = nullptr;
     dirty_.provisional();
@@ -289,8 +286,9 @@ std::size_t PodCache::expire(Timestamp now, std::chrono::seconds assumeTtl,
   // mirror's lock.
   std::vector<std::string> forgotten;
   std::vector<std::string> dropped;
-  for (const auto& uid : assumed_) {
-    if (now - pods_.at(uid).seen > assumeTtl) forgotten.push_back(uid);
+  for (const auto& pod : assumedPods_) {
+    std::string key = pod->uid.empty() ? keyOf(*pod) : pod->uid;
+    if (now - pods_.at(key).seen > assumeTtl) forgotten.push_back(std::move(key));
   }
   for (const auto& uid : offeredOnly_) {
     if (now - pods_.at(uid).seen > pendingTtl) dropped.push_back(uid);
@@ -324,6 +322,13 @@ void PodCache::setPending(const std::string& key, const policy::PodPtr& pod) {
 
 void PodCache::erasePending(const std::string& key) {
   if (eraseByKey(pending_, key)) published_ = nullptr;
+}
+
+std::vector<std::string> PodCache::assumedUids() const {
+  std::vector<std::string> uids;
+  uids.reserve(assumedPods_.size());
+  for (const auto& pod : assumedPods_) uids.push_back(pod->uid.empty() ? keyOf(*pod) : pod->uid);
+  return uids;
 }
 
 std::shared_ptr<const policy::PendingPods> PodCache::assumedList() const {

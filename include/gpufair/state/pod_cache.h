@@ -22,7 +22,7 @@
 // cache's (Entry::assumed), not the pod's. Every change marks what it affects in the DirtySet: the
 // pod's old and new node, or the pending set, and the provisional set when assumed-ness changes.
 // Indexes kept in step with the pods: pods on each node name (known node or not), unbound pods that
-// want GPUs, members of each gang, assumed uids, uids only offered (not from the API, unbound).
+// want GPUs, members of each gang, assumed pods, uids only offered (not from the API, unbound).
 //
 // Thread-safety: none. state::Mirror serializes every call under its mutex.
 #pragma once
@@ -115,7 +115,7 @@ class PodCache {
   // (policy::PendingPods), not the pods' references.
   std::shared_ptr<const policy::PendingPods> pendingList() const;
   // Uids of assumed pods, sorted.
-  std::vector<std::string> assumedUids() const { return {assumed_.begin(), assumed_.end()}; }
+  std::vector<std::string> assumedUids() const;
   // The assumed pods by uid, shared as pendingList is: a snapshot's provisional pods, published
   // after an assume or confirm by copying the list of chunks, not every assumed uid (the pods are
   // as they were when assumed; only their uids are read).
@@ -152,13 +152,12 @@ class PodCache {
   mutable std::shared_ptr<const policy::PendingPods> published_;
   bool offeredIsDemand_ = true;
   std::unordered_map<std::string, std::set<std::string>> gangMembers_;  // by Pod::gangKey
-  std::set<std::string> assumed_;
-  // The pods of assumed_, in key order; publishedAssumed_: as assumedList last handed it out, null
+  // The assumed pods, in key order; publishedAssumed_: as assumedList last handed it out, null
   // when it changed since.
   policy::PendingPods assumedPods_;
   mutable std::shared_ptr<const policy::PendingPods> publishedAssumed_;
   // Entries with !fromApi and no node: what expire() may drop. Kept so that expire() looks only
-  // at these and at assumed_, not at every pod.
+  // at these and at assumedPods_, not at every pod.
   std::set<std::string> offeredOnly_;
 };
 
