@@ -141,7 +141,10 @@ void appendScores(std::string& out, std::span<const policy::NodeScore> scores) {
 void encodeHostPriorityList(std::span<const policy::NodeScore> scores, std::string& out) {
   constexpr std::size_t kDigits = 20;  // any int64, sign included
   std::size_t room = 2;
-  for (const auto& score : scores) room += kHost.size() + score.node.size() + kScore.size() + 24;
+  // Per entry: the name's two quotes, the score, '}' and the ',' before the next.
+  for (const auto& score : scores) {
+    room += kHost.size() + score.node.size() + 2 + kScore.size() + kDigits + 2;
+  }
   const std::size_t start = out.size();
   out.resize(start + room);  // as appendNodeNames: room made once
   char* to = out.data() + start;
