@@ -102,6 +102,15 @@ std::vector<std::string> candidateList(std::mt19937& rng, const std::vector<std:
   return picked;
 }
 
+// The pods of the equivalence tests below: the filter equivalence pods, a whole node, and one
+// whose CPU decides on some shapes.
+std::vector<Pod> shapeCasePods() {
+  std::vector<Pod> pods = testing::filterEquivalencePods();
+  pods.push_back(MakePod("team-b", "p").gpus(8).cpu(30));
+  pods.push_back(MakePod("team-b", "p").gpus(1).cpu(20));
+  return pods;
+}
+
 // The cases of the equivalence tests below: for each seed and fit option (0 plain, 1 CPU and
 // memory checked, 2 scored) a look-alike cluster without and with shapes, then `lists` candidate
 // lists from its names (the last one short), each resolved against both.
@@ -189,9 +198,7 @@ TEST(NodeShapes, FilterAndRankAnswerAsWithoutShapes) {
 // candidate ranked): the pick, every FailedNodes reason, admission. Lists with names twice,
 // unknown names, random order and length.
 TEST(NodeShapes, FilterRankedAnswersAsWithoutShapes) {
-  std::vector<Pod> pods = testing::filterEquivalencePods();
-  pods.push_back(MakePod("team-b", "p").gpus(8).cpu(30));  // a whole node
-  pods.push_back(MakePod("team-b", "p").gpus(1).cpu(20));  // CPU decides on some shapes
+  const std::vector<Pod> pods = shapeCasePods();
   // 8 seeds: 9,216 answers compared, ~10 s under CI's -O0 ASan build (25 took 31 s of CPU there,
   // past ctest's 60 s timeout on a loaded machine).
   constexpr std::uint32_t kSeeds = 8;
@@ -224,9 +231,7 @@ TEST(NodeShapes, FilterRankedAnswersAsWithoutShapes) {
 // scores exactly as prioritize by name over the same snapshot without shapes, and falls back to it
 // without shapes. Lists with names twice, unknown names, random order and length.
 TEST(NodeShapes, PrioritizeFromPositionsScoresAsByName) {
-  std::vector<Pod> pods = testing::filterEquivalencePods();
-  pods.push_back(MakePod("team-b", "p").gpus(8).cpu(30));  // a whole node
-  pods.push_back(MakePod("team-b", "p").gpus(1).cpu(20));  // CPU decides on some shapes
+  const std::vector<Pod> pods = shapeCasePods();
   constexpr std::uint32_t kSeeds = 6;
   int compared = 0;
   int scoredApart = 0;  // answers where the fitting nodes did not all score alike
