@@ -45,6 +45,7 @@ class Delivered {
   void add(std::string_view line) {
     std::lock_guard lock(mu_);
     lines_.emplace_back(line);
+    lastAt_ = std::chrono::steady_clock::now();
     changed_.notify_all();
   }
   void headersRead() {
@@ -66,13 +67,37 @@ class Delivered {
     std::lock_guard lock(mu_);
     return lines_;
   }
+  // When the last line was handed over.
+  std::chrono::steady_clock::time_point lastAt() {
+    std::lock_guard lock(mu_);
+    return lastAt_;
+  }
 
  private:
   std::mutex mu_;
   std::condition_variable changed_;
   std::vector<std::string> lines_;
   bool headersRead_ = false;
+  std::chrono::steady_clock::time_point lastAt_;
 };
+
+// Reads a watch through `transport` with this batch window, every line into `delivered`, until
+// the body ends.
+ApiResponse watchInto(KeepAliveTransport& transport, std::chrono::microseconds window,
+                      Delivered& delivered) {
+  ApiRequest request;
+  request.path = "/api/v1/pods?watch=1";
+  request.batchWindow = window;
+  request.onResponse = [&](int) { delivered.headersRead(); };
+  std::atomic<bool> cancel{false};
+  return transport.stream(
+      request, "",
+      [&](std::string_view line) {
+        delivered.add(line);
+        return true;
+      },
+      cancel);
+}
 
 // A watch of five lines, each written on its own: 1 once the headers were read, 2 once 1 was
 // handed over (two reads close together: the stream is busy), 3 once 2 was; then, after the reader
@@ -104,18 +129,7 @@ std::size_t watchOfFive(std::chrono::microseconds window, std::chrono::milliseco
   });
   KeepAliveTransport transport(
       "http://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()), nullptr, false);
-  ApiRequest request;
-  request.path = "/api/v1/pods?watch=1";
-  request.batchWindow = window;
-  request.onResponse = [&](int) { delivered.headersRead(); };
-  std::atomic<bool> cancel{false};
-  const ApiResponse response = transport.stream(
-      request, "",
-      [&](std::string_view line) {
-        delivered.add(line);
-        return true;
-      },
-      cancel);
+  const ApiResponse response = watchInto(transport, window, delivered);
   server.join();
   EXPECT_TRUE(response.ok()) << response.describe();
   return beforeFour;
@@ -186,23 +200,10 @@ std::chrono::milliseconds burstOverTls(std::chrono::microseconds window, int bur
   KeepAliveTransport transport(
       "https://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()),
       std::make_shared<const TlsMaterial>(std::move(material).value()), true);
-  ApiRequest request;
-  request.path = "/api/v1/pods?watch=1";
-  request.batchWindow = window;
-  request.onResponse = [&](int) { delivered.headersRead(); };
-  std::atomic<bool> cancel{false};
-  std::chrono::steady_clock::time_point lastHandedOver;
-  const ApiResponse response = transport.stream(
-      request, "",
-      [&](std::string_view line) {
-        lastHandedOver = std::chrono::steady_clock::now();
-        delivered.add(line);
-        return true;
-      },
-      cancel);
+  const ApiResponse response = watchInto(transport, window, delivered);
   server.join();
   EXPECT_TRUE(response.ok()) << response.describe();
-  return std::chrono::duration_cast<std::chrono::milliseconds>(lastHandedOver - burstWritten);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(delivered.lastAt() - burstWritten);
 }
 
 // 30 events of a burst come within about one window (500 ms) of being written, all of them: a
