@@ -11,6 +11,7 @@
 
 #include "k8s/fake_apiserver.h"
 #include "k8s/fake_wait.h"
+#include "k8s/temp_dir.h"
 
 // Designated initializers leave the other members at their defaults on purpose; GCC 12 warns about
 // that under -Wextra.
@@ -37,25 +38,6 @@ ApiRequest get(const std::string& path) {
   request.path = path;
   return request;
 }
-
-class TempDir {
- public:
-  TempDir()
-      : path_(std::filesystem::temp_directory_path() /
-              ("gpufair-client-" + std::to_string(::getpid()) + "-" +
-               ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string write(const std::string& name, const std::string& content) const {
-    auto file = path_ / name;
-    std::ofstream(file, std::ios::trunc) << content;
-    return file.string();
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 class PlainClientTest : public ::testing::Test {
  protected:

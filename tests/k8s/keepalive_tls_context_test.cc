@@ -4,7 +4,6 @@
 // changed (a rotated CA bundle or client certificate takes effect without a restart).
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +13,7 @@
 
 #include "client_auth.h"
 #include "k8s/fake_apiserver.h"
+#include "k8s/temp_dir.h"
 #include "keepalive_transport.h"
 
 namespace gpufair::k8s {
@@ -27,30 +27,23 @@ using ::testing::HasSubstr;
 class TlsFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("gpufair-tls-context-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
     write("ca.crt", testPki().caPem);
     write("client.crt", testPki().clientCertPem);
     write("client.key", testPki().clientKeyPem);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  void write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name, std::ios::trunc) << text;
-  }
+  void write(const std::string& name, const std::string& text) { dir_.write(name, text); }
   std::shared_ptr<const TlsMaterial> material() {
     ClientConfig config;
-    config.caFile = (dir_ / "ca.crt").string();
-    config.clientCertFile = (dir_ / "client.crt").string();
-    config.clientKeyFile = (dir_ / "client.key").string();
+    config.caFile = dir_.path("ca.crt").string();
+    config.clientCertFile = dir_.path("client.crt").string();
+    config.clientKeyFile = dir_.path("client.key").string();
     auto loaded = TlsMaterial::load(config);
     EXPECT_TRUE(loaded) << loaded.error();
     return std::make_shared<const TlsMaterial>(std::move(loaded).value());
   }
 
-  std::filesystem::path dir_;
+  TempDir dir_;
 };
 
 fake::FakeApiServerOptions mutualTls() {
@@ -135,7 +128,7 @@ TEST_F(TlsFiles, AnUnreadableFileFailsTheConnectionAndNamesTheField) {
   server.start();
   KeepAliveTransport transport(server.url(), material(), true);
   ASSERT_TRUE(onNewConnection(transport).ok());
-  std::filesystem::remove(dir_ / "ca.crt");
+  std::filesystem::remove(dir_.path("ca.crt"));
   const ApiResponse failed = onNewConnection(transport);
   EXPECT_EQ(failed.status, 0);
   EXPECT_THAT(failed.transportError, HasSubstr("certificate-authority: cannot read"));
