@@ -1,4 +1,6 @@
 // KeepAliveTransport::stream: a watch, read as it arrives on the caller's thread.
+#include <algorithm>
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,6 +54,37 @@ bool moreWaiting(ssl::stream<beast::tcp_stream>& tls) {
   error_code ec;
   const std::size_t inSocket = tls.next_layer().socket().available(ec);
   return !ec && inSocket > 0;
+}
+
+// Reads what the TLS stream holds into `buffer` (one record's data at most) with synchronous calls,
+// the socket in non-blocking mode: through the connection's io_context each read cost a
+// speculative receive that found nothing and about three epoll_waits, and a TLS watch read about
+// one event per wake-up where a plain one read a batch. A read is always tried first (OpenSSL may
+// hold data, or asio's input buffer bytes taken from the socket but not yet given to OpenSSL,
+// which nothing here can see); only when OpenSSL and the socket have nothing (would_block) does it
+// wait for the socket, in slices of kPollSlice to see `cancel`. Errors as readPlain's, and
+// ssl::error::stream_truncated when the server closed without a TLS close_notify.
+error_code readTls(ssl::stream<beast::tcp_stream>& tls, beast::flat_buffer& buffer,
+                   SteadyClock::time_point deadline, const std::atomic<bool>& cancel,
+                   std::size_t& read) {
+  read = 0;
+  const int fd = tls.next_layer().socket().native_handle();
+  for (;;) {
+    if (cancel.load()) return kCancelled;
+    error_code ec;
+    const std::size_t n = tls.read_some(buffer.prepare(kReadChunk), ec);
+    if (n > 0) {
+      read = n;
+      buffer.commit(read);
+      return {};
+    }
+    if (ec != asio::error::would_block && ec != asio::error::try_again) {
+      return ec ? ec : asio::error::eof;
+    }
+    if (ec = waitReady(fd, POLLIN, std::min(deadline, SteadyClock::now() + kPollSlice)); ec) {
+      if (ec != beast::error::timeout || SteadyClock::now() >= deadline) return ec;
+    }
+  }
 }
 
 }  // namespace
@@ -113,6 +146,12 @@ ApiResponse KeepAliveTransport::stream(const ApiRequest& request, const std::str
   beast::flat_buffer& buffer = connection->buffer();
   const int plainSocket =
       connection->tls() == nullptr ? connection->tcpStream().socket().native_handle() : -1;
+  if (connection->tls() != nullptr) {
+    // readTls's calls return would_block instead of waiting. The connection is closed when the
+    // stream ends (a watch's connection never goes back to the pool).
+    error_code ignored;
+    connection->tcpStream().socket().non_blocking(true, ignored);
+  }
   const auto window = success ? request.batchWindow : std::chrono::microseconds{0};
   // Whether the next read waits for the batch window, and until when; whether the last read
   // filled the buffer (more is waiting: read again at once).
@@ -139,17 +178,7 @@ ApiResponse KeepAliveTransport::stream(const ApiRequest& request, const std::str
       if (plainSocket >= 0) {
         ec = readPlain(plainSocket, buffer, !batching && !filled, readDeadline, cancel, read);
       } else {
-        ec = connection->run(
-            readDeadline,
-            [&](auto& stream, auto& finish) {
-              stream.async_read_some(buffer.prepare(kReadChunk),
-                                     [&finish, &read](error_code r, std::size_t n) {
-                                       read = n;
-                                       finish(r);
-                                     });
-            },
-            &cancel);
-        buffer.commit(read);
+        ec = readTls(*connection->tls(), buffer, readDeadline, cancel, read);
       }
       if (ec == kCancelled) return out;
       if (read > 0 && window.count() > 0) {

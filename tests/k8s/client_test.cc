@@ -235,18 +235,33 @@ contexts: [{name: fake, context: {cluster: fake, user: me, namespace: ml}}]
   EXPECT_EQ(config->ns, "ml");
 }
 
-class StreamTest : public PlainClientTest {
+// Each stream case over plain HTTP and over TLS: the two read a watch's body differently (see
+// keepalive_stream.cc).
+class StreamTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
-    PlainClientTest::SetUp();
-    client_ = clientFor({.server = server_.url()});
+    FakeApiServerOptions options;
+    options.tls = GetParam();
+    server_ = std::make_unique<FakeApiServer>(options);
+    server_->start();
+    server_->create("/api/v1/namespaces/ml/pods", fake::makePod("ml", "train-0"));
+    ClientConfig config;
+    config.server = server_->url();
+    if (GetParam()) config.caData = testPki().caPem;
+    client_ = clientFor(config);
   }
+  std::unique_ptr<FakeApiServer> server_;
   KubeClientPtr client_;
   std::atomic<bool> cancel_{false};
 };
 
-TEST_F(StreamTest, DeliversLinesUntilTheHandlerStops) {
-  server_.create("/api/v1/namespaces/ml/pods", fake::makePod("ml", "train-1"));
+INSTANTIATE_TEST_SUITE_P(PlainAndTls, StreamTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Tls" : "Plain";
+                         });
+
+TEST_P(StreamTest, DeliversLinesUntilTheHandlerStops) {
+  server_->create("/api/v1/namespaces/ml/pods", fake::makePod("ml", "train-1"));
   std::vector<std::string> lines;
   int status = 0;
   ApiRequest request = get("/api/v1/namespaces/ml/pods?watch=1");
@@ -265,12 +280,12 @@ TEST_F(StreamTest, DeliversLinesUntilTheHandlerStops) {
   EXPECT_THAT(lines[1], HasSubstr(R"("name":"train-1")"));
 }
 
-TEST_F(StreamTest, LiveEventsArriveAsTheyHappen) {
-  auto rv = std::to_string(server_.resourceVersion());
+TEST_P(StreamTest, LiveEventsArriveAsTheyHappen) {
+  auto rv = std::to_string(server_->resourceVersion());
   std::vector<std::string> lines;
   std::thread writer([&] {
-    fake::waitUntil([&] { return server_.activeWatches() == 1; });
-    server_.create("/api/v1/namespaces/ml/pods", fake::makePod("ml", "late"));
+    fake::waitUntil([&] { return server_->activeWatches() == 1; });
+    server_->create("/api/v1/namespaces/ml/pods", fake::makePod("ml", "late"));
   });
   auto response = client_->stream(
       get("/api/v1/pods?watch=1&resourceVersion=" + rv),
@@ -285,7 +300,7 @@ TEST_F(StreamTest, LiveEventsArriveAsTheyHappen) {
   EXPECT_THAT(lines[0], HasSubstr(R"("name":"late")"));
 }
 
-TEST_F(StreamTest, CancelStopsPromptly) {
+TEST_P(StreamTest, CancelStopsPromptly) {
   // Cancel once the client has the 200 (the server counts the watch before that: cancelling then
   // would end the request before it has a status).
   std::atomic<bool> answered{false};
@@ -302,11 +317,11 @@ TEST_F(StreamTest, CancelStopsPromptly) {
   auto elapsed = std::chrono::steady_clock::now() - started;
   EXPECT_LT(elapsed, std::chrono::seconds(2));
   EXPECT_EQ(response.status, 200);
-  EXPECT_TRUE(fake::waitUntil([&] { return server_.activeWatches() == 0; }));
+  EXPECT_TRUE(fake::waitUntil([&] { return server_->activeWatches() == 0; }));
 }
 
-TEST_F(StreamTest, NonSuccessHasBodyAndNoLines) {
-  server_.addFault({.method = "GET", .pathPrefix = "/api/v1/pods", .status = 403});
+TEST_P(StreamTest, NonSuccessHasBodyAndNoLines) {
+  server_->addFault({.method = "GET", .pathPrefix = "/api/v1/pods", .status = 403});
   int lines = 0;
   auto response = client_->stream(
       get("/api/v1/pods?watch=1"),
@@ -320,8 +335,8 @@ TEST_F(StreamTest, NonSuccessHasBodyAndNoLines) {
   EXPECT_EQ(lines, 0);
 }
 
-TEST_F(StreamTest, CleanEndAtTimeoutSeconds) {
-  auto rv = std::to_string(server_.resourceVersion());
+TEST_P(StreamTest, CleanEndAtTimeoutSeconds) {
+  auto rv = std::to_string(server_->resourceVersion());
   auto response = client_->stream(
       get("/api/v1/pods?watch=1&timeoutSeconds=1&resourceVersion=" + rv),
       [](std::string_view) { return true; }, cancel_);
@@ -329,10 +344,10 @@ TEST_F(StreamTest, CleanEndAtTimeoutSeconds) {
   EXPECT_THAT(response.transportError, IsEmpty());
 }
 
-TEST_F(StreamTest, DroppedStreamIsATransportError) {
+TEST_P(StreamTest, DroppedStreamIsATransportError) {
   std::thread dropper([&] {
-    fake::waitUntil([&] { return server_.activeWatches() == 1; });
-    server_.dropWatches();
+    fake::waitUntil([&] { return server_->activeWatches() == 1; });
+    server_->dropWatches();
   });
   auto response = client_->stream(
       get("/api/v1/pods?watch=1"), [](std::string_view) { return true; }, cancel_);
