@@ -50,12 +50,17 @@ class AsyncKeepAlive::Connection {
   Strand strand_;  // first: what follows runs its handlers on it
 
  public:
-  // The deadline of the exchange under way; its wait acts only while `generation` is still the
-  // one it was armed for (a cancelled wait whose handler was already queued must not close the
-  // connection under the next exchange).
+  // The deadline of the exchange under way (while busy), watched by one wait on `timer` that is
+  // not cancelled when the exchange ends: a cancel per exchange queued a handler, and each queued
+  // handler made the io thread poll epoll once more. The wait closes the connection only when an
+  // exchange is under way past its deadline; else it waits again for the deadline of the exchange
+  // under way, or ends when the connection is idle (watchDeadline).
   asio::steady_timer timer;
-  std::uint64_t generation = 0;
-  bool expired = false;  // the timer closed the connection
+  SteadyClock::time_point deadline = SteadyClock::time_point::max();
+  SteadyClock::time_point waitingUntil = SteadyClock::time_point::max();  // max: no wait pending
+  std::uint64_t waits = 0;  // numbers the waits: the handler of a replaced one is stale
+  bool busy = false;        // an exchange is under way
+  bool expired = false;     // the timer closed the connection
   bool reused = false;
   SteadyClock::time_point idleSince;  // when it was last given back to the pool
   beast::flat_buffer buffer;
@@ -66,6 +71,35 @@ class AsyncKeepAlive::Connection {
   std::optional<ssl::stream<beast::tcp_stream>> tls_;
   std::optional<beast::tcp_stream> plain_;
 };
+
+namespace {
+
+// Waits on the connection's timer until its `deadline` (on its strand); see Connection::timer. The
+// handler holds the connection weakly: a pooled connection's wait does not keep it alive.
+void watchDeadline(const AsyncKeepAlive::ConnectionPtr& connection) {
+  AsyncKeepAlive::Connection& c = *connection;
+  c.waitingUntil = c.deadline;
+  const std::uint64_t wait = ++c.waits;
+  c.timer.expires_at(c.deadline);  // a wait still pending ends with operation_aborted, stale
+  c.timer.async_wait(
+      [weak = std::weak_ptr<AsyncKeepAlive::Connection>(connection), wait](error_code ec) {
+        const AsyncKeepAlive::ConnectionPtr connection = weak.lock();
+        if (!connection || connection->waits != wait) return;  // destroyed, or waited again since
+        connection->waitingUntil = SteadyClock::time_point::max();
+        if (ec || !connection->busy) return;
+        // An exchange begun since, with a later deadline (or none).
+        if (SteadyClock::now() < connection->deadline) {
+          if (connection->deadline != SteadyClock::time_point::max()) watchDeadline(connection);
+          return;
+        }
+        connection->expired = true;
+        // The operation under way ends with an error.
+        if (connection->resolver) connection->resolver->cancel();
+        connection->tcpStream().close();
+      });
+}
+
+}  // namespace
 
 // One request: a connection (pooled or new), then write and read on its strand; at most one more
 // attempt on a new connection when a reused one turns out closed.
@@ -102,17 +136,9 @@ class AsyncKeepAlive::Exchange : public std::enable_shared_from_this<Exchange> {
   void begin() {
     Connection& connection = *connection_;
     connection.expired = false;
-    if (deadline_ != SteadyClock::time_point::max()) {
-      connection.timer.expires_at(deadline_);
-      connection.timer.async_wait(
-          [connection = connection_, armed = connection.generation](error_code ec) {
-            if (ec || connection->generation != armed) return;
-            connection->expired = true;
-            // The operation under way ends with an error.
-            if (connection->resolver) connection->resolver->cancel();
-            connection->tcpStream().close();
-          });
-    }
+    connection.busy = true;
+    connection.deadline = deadline_;
+    if (deadline_ < connection.waitingUntil) watchDeadline(connection_);
     if (fresh_) {
       connect();
     } else {
@@ -163,13 +189,33 @@ class AsyncKeepAlive::Exchange : public std::enable_shared_from_this<Exchange> {
     parser_.emplace();
     parser_->body_limit(kNoBodyLimit);
     parser_->header_limit(kHeaderLimit);
-    connection_->withStream([this](auto& stream) {
-      asio::async_write(stream, asio::buffer(outgoing_),
-                        [self = shared_from_this(), &stream](error_code ec, std::size_t) {
+    // Plain TCP: the request goes out with one send here when the socket takes all of it, as it
+    // does (its buffer is empty between exchanges); async_write's completion was a queued handler,
+    // and each queued handler made the io thread poll epoll once more. What it does not take
+    // (and TLS) goes through async_write.
+    std::size_t sent = 0;
+    if (connection_->tls() == nullptr) {
+      const ssize_t n = ::send(connection_->tcpStream().socket().native_handle(), outgoing_.data(),
+                               outgoing_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        return failed(lastError(), "");
+      }
+      if (n > 0) sent = static_cast<std::size_t>(n);
+      if (sent == outgoing_.size()) return readAnswer();
+    }
+    connection_->withStream([this, sent](auto& stream) {
+      asio::async_write(stream, asio::buffer(outgoing_.data() + sent, outgoing_.size() - sent),
+                        [self = shared_from_this()](error_code ec, std::size_t) {
                           if (ec) return self->failed(ec, "");
-                          http::async_read(stream, self->connection_->buffer, *self->parser_,
-                                           [self](error_code r, std::size_t) { self->read(r); });
+                          self->readAnswer();
                         });
+    });
+  }
+
+  void readAnswer() {
+    connection_->withStream([this](auto& stream) {
+      http::async_read(stream, connection_->buffer, *parser_,
+                       [self = shared_from_this()](error_code r, std::size_t) { self->read(r); });
     });
   }
 
@@ -194,8 +240,7 @@ class AsyncKeepAlive::Exchange : public std::enable_shared_from_this<Exchange> {
 
   // Ends the connection's part in this exchange: pooled again when `keep`.
   void release(bool keep) {
-    ++connection_->generation;
-    connection_->timer.cancel();
+    connection_->busy = false;  // its deadline's wait, if pending, ends without closing it
     if (keep && !connection_->expired) owner_->giveBack(std::move(connection_));
     connection_.reset();
   }

@@ -10,7 +10,9 @@
 //     fails on a reused connection before any byte of the answer is sent once more on a new one.
 //   - TLS as KeepAliveTransport (the same context set-up, server name verification and SNI).
 //   - The request's timeout bounds the whole exchange (connect, handshake, write, read): a timer on
-//     the connection's strand closes the connection when it fires.
+//     the connection's strand closes the connection when it fires with an exchange past its
+//     deadline. One wait serves a connection's exchanges one after another; it is not cancelled
+//     when an exchange ends (see Connection::timer in the .cc).
 // Lifetime: exchanges in flight hold the AsyncKeepAlive; close() drops the idle connections and
 // must be called before the io_context is destroyed (a socket outliving its io_context is a
 // use-after-free); exchanges still in flight then are ended by their timeout or by the io_context's
