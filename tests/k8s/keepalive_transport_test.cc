@@ -4,7 +4,6 @@
 // their Status body, and TLS with client certificates reuses its connection too.
 #include "keepalive_transport.h"
 
-#include <cstdio>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +20,7 @@
 #include "gpufair/k8s/api.h"
 
 #include "k8s/fake_apiserver.h"
+#include "k8s/watch_wire.h"
 
 // Designated initializers leave the other members at their defaults on purpose; GCC 12 warns about
 // that under -Wextra.
@@ -304,11 +304,7 @@ std::vector<std::string> streamLines(const std::string& url, ApiResponse& respon
 // headers and events split across reads, several events in one read, an event larger than a read.
 TEST(KeepAliveTransportStream, ChunksSplitAnyWayGiveTheSameLines) {
   const std::string big(100'000, 'x');
-  const auto chunk = [](const std::string& data) {
-    char size[32];
-    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-    return size + data + "\r\n";
-  };
+  const auto chunk = testsupport::httpChunk;
   const std::string all = chunk("{\"a\":1}\n{\"b\":2}\n") + chunk("{\"c\":") + chunk("3}\n") +
                           chunk(big + "\n") + "0\r\n\r\n";
   std::vector<std::string> pieces = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"};

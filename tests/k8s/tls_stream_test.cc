@@ -5,7 +5,6 @@
 // seen. Bytes from the server reach the client through a relay that trickles them.
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,8 +18,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "client_auth.h"
 #include "k8s/fake_apiserver.h"
+#include "k8s/watch_wire.h"
 #include "keepalive_transport.h"
 
 namespace gpufair::k8s {
@@ -28,24 +27,16 @@ namespace {
 
 namespace asio = boost::asio;
 namespace ssl = asio::ssl;
-using detail::KeepAliveTransport;
 using ::testing::HasSubstr;
-
-std::string chunk(const std::string& data) {
-  char size[32];
-  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-  return size + data + "\r\n";
-}
+using testsupport::httpChunk;
 
 // A TLS server answering one watch with `writes`, each written (and so encrypted) on its own, then
 // closing with a TLS close_notify when `closeNotify`, else by closing the socket.
 class TlsWatchServer {
  public:
   TlsWatchServer(std::vector<std::string> writes, bool closeNotify) {
-    context_.use_certificate_chain(asio::buffer(fake::testPki().serverCertPem));
-    context_.use_private_key(asio::buffer(fake::testPki().serverKeyPem), ssl::context::pem);
     thread_ = std::thread([this, writes = std::move(writes), closeNotify] {
-      ssl::stream<asio::ip::tcp::socket> tls(ioc_, context_);
+      ssl::stream<asio::ip::tcp::socket> tls(ioc_, *context_);
       acceptor_.accept(tls.next_layer());
       boost::system::error_code ec;
       tls.handshake(ssl::stream_base::server, ec);
@@ -62,7 +53,7 @@ class TlsWatchServer {
  private:
   asio::io_context ioc_;
   asio::ip::tcp::acceptor acceptor_{ioc_, {asio::ip::make_address("127.0.0.1"), 0}};
-  ssl::context context_{ssl::context::tls_server};
+  std::unique_ptr<ssl::context> context_ = testsupport::testServerTlsContext();
   std::thread thread_;
 };
 
@@ -117,18 +108,12 @@ class TricklingRelay {
 };
 
 ApiResponse watchThrough(std::uint16_t port, std::vector<std::string>& lines) {
-  ClientConfig config;
-  config.caData = fake::testPki().caPem;
-  auto material = TlsMaterial::load(config);
-  EXPECT_TRUE(material) << material.error();
-  KeepAliveTransport transport("https://127.0.0.1:" + std::to_string(port),
-                               std::make_shared<const TlsMaterial>(std::move(material).value()),
-                               true);
+  const auto transport = testsupport::testTlsTransport(port);
   ApiRequest request;
   request.path = "/api/v1/pods?watch=1";
   request.batchWindow = std::chrono::microseconds(2'000);
   std::atomic<bool> cancel{false};
-  return transport.stream(
+  return transport->stream(
       request, "",
       [&](std::string_view line) {
         lines.emplace_back(line);
@@ -145,12 +130,12 @@ TEST(TlsWatchRead, RecordsCutAnyWayOnTheWireGiveTheSameLines) {
   std::vector<std::string> expected;
   for (int i = 0; i < 40; ++i) {  // one record each
     const std::string line = "{\"n\":" + std::to_string(i) + "}";
-    writes.push_back(chunk(line + "\n"));
+    writes.push_back(httpChunk(line + "\n"));
     expected.push_back(line);
   }
-  writes.push_back(chunk("{\"split\":") + chunk("true}\n"));  // a line across two chunks
+  writes.push_back(httpChunk("{\"split\":") + httpChunk("true}\n"));  // a line across two chunks
   expected.emplace_back("{\"split\":true}");
-  writes.push_back(chunk(big + "\n"));
+  writes.push_back(httpChunk(big + "\n"));
   expected.push_back(big);
   writes.emplace_back("0\r\n\r\n");
   for (const bool closeNotify : {true, false}) {
@@ -168,7 +153,7 @@ TEST(TlsWatchRead, RecordsCutAnyWayOnTheWireGiveTheSameLines) {
 // A body cut short: the lines before the cut, then a transport error, whether the server said
 // close_notify (a clean TLS end in the middle of a chunked body) or not (truncated).
 TEST(TlsWatchRead, ABodyCutShortIsAnErrorAfterItsLines) {
-  const std::vector<std::string> writes = {kHeaders, chunk("{\"a\":1}\n"), "8\r\n{\"b\""};
+  const std::vector<std::string> writes = {kHeaders, httpChunk("{\"a\":1}\n"), "8\r\n{\"b\""};
   for (const bool closeNotify : {true, false}) {
     SCOPED_TRACE(closeNotify ? "closed with close_notify" : "closed without close_notify");
     TlsWatchServer server(writes, closeNotify);

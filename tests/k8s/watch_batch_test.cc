@@ -7,7 +7,6 @@
 // queued.
 #include <atomic>
 #include <condition_variable>
-#include <cstdio>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -23,8 +22,8 @@
 #include <boost/asio/write.hpp>
 #include <gtest/gtest.h>
 
-#include "client_auth.h"
 #include "k8s/fake_apiserver.h"
+#include "k8s/watch_wire.h"
 #include "keepalive_transport.h"
 
 namespace gpufair::k8s {
@@ -32,12 +31,7 @@ namespace {
 
 namespace asio = boost::asio;
 using detail::KeepAliveTransport;
-
-std::string chunk(const std::string& data) {
-  char size[32];
-  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-  return size + data + "\r\n";
-}
+using testsupport::httpChunk;
 
 // Lines handed over so far, for the server to wait on.
 class Delivered {
@@ -119,12 +113,12 @@ std::size_t watchOfFive(std::chrono::microseconds window, std::chrono::milliseco
                 ec);
     delivered.waitForHeaders();  // line 1 in a read of its own, not with the headers
     for (int i = 1; i <= 3; ++i) {
-      asio::write(socket, asio::buffer(chunk("{\"n\":" + std::to_string(i) + "}\n")), ec);
+      asio::write(socket, asio::buffer(httpChunk("{\"n\":" + std::to_string(i) + "}\n")), ec);
       if (i < 3) delivered.waitFor(i, std::chrono::seconds(10));
     }
     beforeFour = delivered.waitFor(3, pause);
-    asio::write(socket, asio::buffer(chunk("{\"n\":4}\n")), ec);
-    asio::write(socket, asio::buffer(chunk("{\"n\":5}\n") + "0\r\n\r\n"), ec);
+    asio::write(socket, asio::buffer(httpChunk("{\"n\":4}\n")), ec);
+    asio::write(socket, asio::buffer(httpChunk("{\"n\":5}\n") + "0\r\n\r\n"), ec);
     socket.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   });
   KeepAliveTransport transport(
@@ -166,12 +160,10 @@ std::chrono::milliseconds burstOverTls(std::chrono::microseconds window, int bur
   namespace ssl = asio::ssl;
   asio::io_context ioc;
   asio::ip::tcp::acceptor acceptor(ioc, {asio::ip::make_address("127.0.0.1"), 0});
-  ssl::context serverContext(ssl::context::tls_server);
-  serverContext.use_certificate_chain(asio::buffer(fake::testPki().serverCertPem));
-  serverContext.use_private_key(asio::buffer(fake::testPki().serverKeyPem), ssl::context::pem);
+  const std::unique_ptr<ssl::context> serverContext = testsupport::testServerTlsContext();
   std::chrono::steady_clock::time_point burstWritten;
   std::thread server([&] {
-    ssl::stream<asio::ip::tcp::socket> tls(ioc, serverContext);
+    ssl::stream<asio::ip::tcp::socket> tls(ioc, *serverContext);
     acceptor.accept(tls.next_layer());
     boost::system::error_code ec;
     tls.handshake(ssl::stream_base::server, ec);
@@ -182,25 +174,19 @@ std::chrono::milliseconds burstOverTls(std::chrono::microseconds window, int bur
                 ec);
     delivered.waitForHeaders();
     for (int i = 1; i <= 2; ++i) {
-      asio::write(tls, asio::buffer(chunk("{\"n\":" + std::to_string(i) + "}\n")), ec);
+      asio::write(tls, asio::buffer(httpChunk("{\"n\":" + std::to_string(i) + "}\n")), ec);
       delivered.waitFor(i, std::chrono::seconds(10));
     }
     for (int i = 3; i < 3 + burst; ++i) {
-      asio::write(tls, asio::buffer(chunk("{\"n\":" + std::to_string(i) + "}\n")), ec);
+      asio::write(tls, asio::buffer(httpChunk("{\"n\":" + std::to_string(i) + "}\n")), ec);
     }
     burstWritten = std::chrono::steady_clock::now();
     delivered.waitFor(2 + burst, std::chrono::seconds(60));
     asio::write(tls, asio::buffer(std::string("0\r\n\r\n")), ec);
     tls.shutdown(ec);
   });
-  ClientConfig config;
-  config.caData = fake::testPki().caPem;
-  auto material = TlsMaterial::load(config);
-  EXPECT_TRUE(material) << material.error();
-  KeepAliveTransport transport(
-      "https://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()),
-      std::make_shared<const TlsMaterial>(std::move(material).value()), true);
-  const ApiResponse response = watchInto(transport, window, delivered);
+  const auto transport = testsupport::testTlsTransport(acceptor.local_endpoint().port());
+  const ApiResponse response = watchInto(*transport, window, delivered);
   server.join();
   EXPECT_TRUE(response.ok()) << response.describe();
   return std::chrono::duration_cast<std::chrono::milliseconds>(delivered.lastAt() - burstWritten);
