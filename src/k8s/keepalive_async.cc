@@ -195,12 +195,8 @@ class AsyncKeepAlive::Exchange : public std::enable_shared_from_this<Exchange> {
     // (and TLS) goes through async_write.
     std::size_t sent = 0;
     if (connection_->tls() == nullptr) {
-      const ssize_t n = ::send(connection_->tcpStream().socket().native_handle(), outgoing_.data(),
-                               outgoing_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        return failed(lastError(), "");
-      }
-      if (n > 0) sent = static_cast<std::size_t>(n);
+      const int fd = connection_->tcpStream().socket().native_handle();
+      if (error_code ec = sendWhatFits(fd, outgoing_, sent)) return failed(ec, "");
       if (sent == outgoing_.size()) return readAnswer();
     }
     connection_->withStream([this, sent](auto& stream) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/connect.hpp>
@@ -65,6 +66,23 @@ inline bool closedWhileIdle(const error_code& ec) {
 
 inline error_code lastError() {
   return {errno, boost::system::system_category()};
+}
+
+// Sends what the socket `fd` takes of `data` from `sent` on now, without waiting, and adds it to
+// `sent`. A socket that takes no more is not an error; anything else (a reset, a closed pipe) is.
+inline error_code sendWhatFits(int fd, std::string_view data, std::size_t& sent) {
+  while (sent < data.size()) {
+    const ssize_t n =
+        ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) {
+      sent += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return {};
+    return lastError();
+  }
+  return {};
 }
 
 // Waits until the socket is ready for `events` (POLLIN, POLLOUT), or the deadline passes

@@ -89,15 +89,9 @@ error_code parseBuffered(beast::flat_buffer& buffer, ResponseParser& parser) {
 error_code exchangePlain(int fd, std::string_view outgoing, SteadyClock::time_point deadline,
                          beast::flat_buffer& buffer, ResponseParser& parser) {
   std::size_t sent = 0;
-  while (sent < outgoing.size()) {
-    const ssize_t n =
-        ::send(fd, outgoing.data() + sent, outgoing.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n >= 0) {
-      sent += static_cast<std::size_t>(n);
-      continue;
-    }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return lastError();
+  for (;;) {
+    if (auto ec = sendWhatFits(fd, outgoing, sent)) return ec;
+    if (sent == outgoing.size()) break;
     if (auto ec = waitReady(fd, POLLOUT, deadline)) return ec;
   }
   for (;;) {
