@@ -307,7 +307,7 @@ TEST(KeepAliveTransportStream, ChunksSplitAnyWayGiveTheSameLines) {
   const auto chunk = testsupport::httpChunk;
   const std::string all = chunk("{\"a\":1}\n{\"b\":2}\n") + chunk("{\"c\":") + chunk("3}\n") +
                           chunk(big + "\n") + "0\r\n\r\n";
-  std::vector<std::string> pieces = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"};
+  std::vector<std::string> pieces = {testsupport::kWatchAnswerHead};
   for (std::size_t at = 0; at < all.size();) {  // 1, 2, 3, ... bytes, then the rest in 40 kB
     const std::size_t n = pieces.size() < 12 ? pieces.size() : 40'000;
     pieces.push_back(all.substr(at, n));

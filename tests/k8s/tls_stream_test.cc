@@ -11,7 +11,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read_until.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
@@ -37,11 +36,8 @@ class TlsWatchServer {
   TlsWatchServer(std::vector<std::string> writes, bool closeNotify) {
     thread_ = std::thread([this, writes = std::move(writes), closeNotify] {
       ssl::stream<asio::ip::tcp::socket> tls(ioc_, *context_);
-      acceptor_.accept(tls.next_layer());
       boost::system::error_code ec;
-      tls.handshake(ssl::stream_base::server, ec);
-      std::string request;
-      asio::read_until(tls, asio::dynamic_buffer(request), "\r\n\r\n", ec);
+      testsupport::acceptTlsRequest(acceptor_, tls, ec);
       for (const auto& data : writes) asio::write(tls, asio::buffer(data), ec);
       if (closeNotify) tls.shutdown(ec);
       tls.next_layer().close(ec);
@@ -122,11 +118,9 @@ ApiResponse watchThrough(std::uint16_t port, std::vector<std::string>& lines) {
       cancel);
 }
 
-const std::string kHeaders = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
-
 TEST(TlsWatchRead, RecordsCutAnyWayOnTheWireGiveTheSameLines) {
   const std::string big(40'000, 'x');  // larger than a TLS record (16 kB): several records
-  std::vector<std::string> writes = {kHeaders};
+  std::vector<std::string> writes = {testsupport::kWatchAnswerHead};
   std::vector<std::string> expected;
   for (int i = 0; i < 40; ++i) {  // one record each
     const std::string line = "{\"n\":" + std::to_string(i) + "}";
@@ -153,7 +147,8 @@ TEST(TlsWatchRead, RecordsCutAnyWayOnTheWireGiveTheSameLines) {
 // A body cut short: the lines before the cut, then a transport error, whether the server said
 // close_notify (a clean TLS end in the middle of a chunked body) or not (truncated).
 TEST(TlsWatchRead, ABodyCutShortIsAnErrorAfterItsLines) {
-  const std::vector<std::string> writes = {kHeaders, httpChunk("{\"a\":1}\n"), "8\r\n{\"b\""};
+  const std::vector<std::string> writes = {testsupport::kWatchAnswerHead, httpChunk("{\"a\":1}\n"),
+                                           "8\r\n{\"b\""};
   for (const bool closeNotify : {true, false}) {
     SCOPED_TRACE(closeNotify ? "closed with close_notify" : "closed without close_notify");
     TlsWatchServer server(writes, closeNotify);

@@ -108,9 +108,7 @@ std::size_t watchOfFive(std::chrono::microseconds window, std::chrono::milliseco
     std::string request;
     boost::system::error_code ec;
     asio::read_until(socket, asio::dynamic_buffer(request), "\r\n\r\n", ec);
-    asio::write(socket,
-                asio::buffer(std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")),
-                ec);
+    asio::write(socket, asio::buffer(testsupport::kWatchAnswerHead), ec);
     delivered.waitForHeaders();  // line 1 in a read of its own, not with the headers
     for (int i = 1; i <= 3; ++i) {
       asio::write(socket, asio::buffer(httpChunk("{\"n\":" + std::to_string(i) + "}\n")), ec);
@@ -164,14 +162,9 @@ std::chrono::milliseconds burstOverTls(std::chrono::microseconds window, int bur
   std::chrono::steady_clock::time_point burstWritten;
   std::thread server([&] {
     ssl::stream<asio::ip::tcp::socket> tls(ioc, *serverContext);
-    acceptor.accept(tls.next_layer());
     boost::system::error_code ec;
-    tls.handshake(ssl::stream_base::server, ec);
-    std::string request;
-    asio::read_until(tls, asio::dynamic_buffer(request), "\r\n\r\n", ec);
-    asio::write(tls,
-                asio::buffer(std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")),
-                ec);
+    testsupport::acceptTlsRequest(acceptor, tls, ec);
+    asio::write(tls, asio::buffer(testsupport::kWatchAnswerHead), ec);
     delivered.waitForHeaders();
     for (int i = 1; i <= 2; ++i) {
       asio::write(tls, asio::buffer(httpChunk("{\"n\":" + std::to_string(i) + "}\n")), ec);
