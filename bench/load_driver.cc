@@ -17,8 +17,10 @@
 // Every connection is HTTP/1.1 keep-alive. At the end it checks that every pod is bound in the fake
 // API server and prints one `RESULT` line: pods/s, per-pod extender time (filter + prioritize +
 // bind round trips) p50/p99, /filter's p50/p99 (what kube-scheduler's serial loop waits on),
-// the extender's CPU per pod (cpu_us_per_pod, from /proc/<pid>/stat over the run; named
-// gpufair_cpu_us_per_pod before the limit server could be driven) and its resident memory.
+// the extender's CPU per pod (cpu_us_per_pod over the run: its threads' on-CPU nanoseconds from
+// /proc/<pid>/task/*/schedstat, cpu_clock=threads, or /proc/<pid>/stat's 10 ms ticks when a thread
+// came or went, cpu_clock=ticks; named gpufair_cpu_us_per_pod before the limit server could be
+// driven; cpu_ticks_us_per_pod is always the ticks' figure) and its resident memory.
 // bench/load_driver.sh runs the matrix of sizes and modes.
 // --limit-server=PATH [--limit-server-mode=fixed|simdjson] drives the shared limit server
 // (../shared/bench/limit-server.cpp: Beast on 2 threads, no policy, no Binding, no watch) instead
@@ -383,7 +385,14 @@ int run(const Options& o) {
                  totals.firstRefusal.c_str());
   }
   const double onePod = bound > 0 ? 1.0 / bound : 0;
-  const double cpuPerPodUs = (after.cpuSeconds - before.cpuSeconds) * 1e6 * onePod;
+  // The threads' nanosecond clocks when the same threads ran throughout (a thread gone takes its
+  // time with it), else /proc/<pid>/stat's ticks.
+  const bool onCpuClock = before.threadsOnCpuSeconds > 0 && after.threadIds == before.threadIds &&
+                          after.threadsOnCpuSeconds >= before.threadsOnCpuSeconds;
+  const double ticksPerPodUs = (after.cpuSeconds - before.cpuSeconds) * 1e6 * onePod;
+  const double cpuPerPodUs =
+      onCpuClock ? (after.threadsOnCpuSeconds - before.threadsOnCpuSeconds) * 1e6 * onePod
+                 : ticksPerPodUs;
   const std::string extender =
       reference ? "limit-server-" + o.limitServerMode : std::string("gpufair");
   std::printf(
@@ -392,14 +401,15 @@ int run(const Options& o) {
       "extender_us_p99=%.0f filter_us_p50=%.0f filter_us_p99=%.0f cpu_us_per_pod=%.1f "
       "rss_mib=%.0f peak_rss_mib=%.0f ready_s=%.1f write_latency_ms=%d gpu_milli=%d "
       "with_gpu_index=%d system_us_per_pod=%.1f voluntary_switches_per_pod=%.2f "
-      "involuntary_switches_per_pod=%.2f\n",
+      "involuntary_switches_per_pod=%.2f cpu_clock=%s cpu_ticks_us_per_pod=%.1f\n",
       extender.c_str(), o.mode.c_str(), o.nodes, o.existingPods, o.pods, bound, boundInApi,
       bindings, prioritized, seconds, bound / seconds, quantile(perPod, 0.5),
       quantile(perPod, 0.99), quantile(filters, 0.5), quantile(filters, 0.99), cpuPerPodUs,
       after.rssMiB, after.peakRssMiB, readySeconds, o.writeLatencyMs, o.gpuMilli, withGpuIndex,
       (after.systemSeconds - before.systemSeconds) * 1e6 * onePod,
       static_cast<double>(after.voluntarySwitches - before.voluntarySwitches) * onePod,
-      static_cast<double>(after.involuntarySwitches - before.involuntarySwitches) * onePod);
+      static_cast<double>(after.involuntarySwitches - before.involuntarySwitches) * onePod,
+      onCpuClock ? "threads" : "ticks", ticksPerPodUs);
   // The limit server posts no Binding: only gpufair's pods are looked for in the API server.
   const bool apiAgrees =
       reference || (boundInApi == o.pods && (o.gpuMilli == 0 || withGpuIndex == o.pods));

@@ -134,6 +134,10 @@ ProcessUsage processUsage(pid_t pid) {
   std::error_code ec;
   for (const auto& task :
        std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    usage.threadIds.push_back(std::stol(task.path().filename().string()));
+    std::ifstream schedstat(task.path() / "schedstat");
+    double onCpuNs = 0;
+    if (schedstat >> onCpuNs) usage.threadsOnCpuSeconds += onCpuNs / 1e9;
     std::ifstream taskStatus(task.path() / "status");
     for (std::string line; std::getline(taskStatus, line);) {
       if (line.rfind("voluntary_ctxt_switches:", 0) == 0) {
@@ -143,6 +147,7 @@ ProcessUsage processUsage(pid_t pid) {
       }
     }
   }
+  std::sort(usage.threadIds.begin(), usage.threadIds.end());
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(status, line);) {
     if (line.rfind("VmRSS:", 0) == 0) usage.rssMiB = std::stod(line.substr(6)) / 1024.0;
