@@ -42,8 +42,11 @@ void KubeBinder::stop() {
 }
 
 void KubeBinder::flushLabels() {
-  std::unique_lock lock(mu_);
-  drained_.wait(lock, [this] { return queued_.empty() && !labelling_; });
+  {
+    std::unique_lock lock(mu_);
+    drained_.wait(lock, [this] { return queued_.empty() && !labelling_; });
+  }
+  flushAsyncLabels();
 }
 
 void KubeBinder::labelLoop() {
@@ -95,6 +98,7 @@ void KubeBinder::bound(const policy::Pod& pod, std::string_view node, bool overQ
   spdlog::info("bound {} to {}{}", pod.key(), node, overQuota ? " (over quota)" : "");
   if (!overQuota) return;
   PendingLabel pending{pod.ns, pod.name, std::string(preconditionUid(pod)), 0};
+  if (labelOverSender(pending)) return;
   {
     std::lock_guard lock(mu_);
     if (!stopping_) {
@@ -166,13 +170,25 @@ bool KubeBinder::label(const PendingLabel& pod, bool& drop) {
       detail::patchPodLabelsDetailed(*client_, pod.ns, pod.name, {{kOverQuotaLabel, "true"}}, {},
                                      pod.uid, options_.requestTimeout, &error);
   if (status.isOk()) return true;
-  drop = error.httpStatus == 404 || error.httpStatus == 409;
+  drop = labelFailed(status, error.httpStatus);
+  return false;
+}
+
+bool KubeBinder::labelFailed(const Status& status, int httpStatus) {
+  const bool drop = httpStatus == 404 || httpStatus == 409;
   {
     std::lock_guard lock(mu_);
     ++labelFailures_;
   }
   spdlog::warn("{}{}", status.reason(), drop ? " (pod gone; not retried)" : "; will retry");
-  return false;
+  return drop;
+}
+
+void KubeBinder::labelled(const PendingLabel& pending, const Status& status, int httpStatus) {
+  if (status.isOk() || labelFailed(status, httpStatus)) return;
+  std::lock_guard lock(mu_);
+  pending_.push_back(pending);
+  pending_.back().attempts = 1;
 }
 
 std::size_t KubeBinder::retryLabels() {

@@ -1,6 +1,7 @@
 // KubeBinder's asynchronous binds: the Binding (with a fractional pod's gpu-index) sent on the
 // webhook server's io_contexts (KubeClient::asyncSender, one sender per context), their outcome
-// given to done() on its threads. A bind called on a thread running one of the contexts is sent on
+// given to done() on its threads; a borrowed pod's over-quota label PATCH sent the same way once
+// its Binding succeeded. A bind called on a thread running one of the contexts is sent on
 // that context (the session's own: no hand-off to another thread); from any other thread, on the
 // contexts in turn.
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <boost/asio/io_context.hpp>
 #include <spdlog/spdlog.h>
 
+#include "gpufair/common/labels.h"
 #include "gpufair/k8s/binder.h"
 
 #include "api_support.h"
@@ -39,11 +41,14 @@ struct KubeBinder::AsyncBinds : std::enable_shared_from_this<AsyncBinds> {
   std::vector<Lane> lanes;  // set by bindOn(), then read only
   std::atomic<std::size_t> nextLane{0};
   std::mutex mu;
-  std::condition_variable finished;                             // a bind left inFlight
-  KubeBinder* owner = nullptr;                                  // null once stopped; GUARDED_BY(mu)
+  std::condition_variable finished;  // a bind left inFlight, or a label PATCH was answered
+  KubeBinder* owner = nullptr;       // null once stopped; GUARDED_BY(mu)
   std::unordered_map<std::uint64_t, state::BindDone> inFlight;  // GUARDED_BY(mu)
   std::uint64_t next = 0;                                       // GUARDED_BY(mu)
-  std::size_t completing = 0;  // done() under way on an io thread; GUARDED_BY(mu)
+  // Label PATCHes sent and not answered yet, by id (next); GUARDED_BY(mu)
+  std::unordered_map<std::uint64_t, PendingLabel> labels;
+  // done() or a label's outcome under way on an io thread; GUARDED_BY(mu)
+  std::size_t completing = 0;
 
   // The sender of the context running on this thread, else the next one in turn.
   AsyncSender& senderHere() {
@@ -65,6 +70,35 @@ struct KubeBinder::AsyncBinds : std::enable_shared_from_this<AsyncBinds> {
                                            job = std::move(job)](ApiResponse response) {
       self->finish(*job, detail::bindingOutcome(job->pod.ns, job->pod.name, job->node, response));
     });
+  }
+
+  // The label PATCH's answer, to the binder (pending_ for a retry); nothing once stop() took the
+  // label over.
+  void labelDone(std::uint64_t id, const ApiResponse& response) {
+    PendingLabel pending;
+    KubeBinder* binder = nullptr;
+    {
+      std::lock_guard lock(mu);
+      auto it = labels.find(id);
+      if (it == labels.end()) return;  // stop() labels it itself
+      pending = std::move(it->second);
+      labels.erase(it);
+      binder = owner;
+      ++completing;
+    }
+    ApiError error;
+    const Status status =
+        detail::metadataPatchOutcome(pending.ns, pending.name, "labels", response, &error);
+    try {
+      binder->labelled(pending, status, error.httpStatus);
+    } catch (const std::exception& e) {
+      spdlog::error("label {}/{}: completion failed: {}", pending.ns, pending.name, e.what());
+    }
+    {
+      std::lock_guard lock(mu);
+      --completing;
+    }
+    finished.notify_all();
   }
 
   void finish(const Job& job, Status status) {
@@ -133,10 +167,38 @@ bool KubeBinder::bindOverSender(const policy::Pod& pod, std::string_view node, b
   return true;
 }
 
+bool KubeBinder::labelOverSender(PendingLabel& pending) {
+  if (!async_) return false;
+  AsyncBinds& async = *async_;
+  ApiRequest patch =
+      detail::metadataPatchRequest(pending.ns, pending.name, "labels", {{kOverQuotaLabel, "true"}},
+                                   {}, pending.uid, options_.requestTimeout);
+  std::uint64_t id = 0;
+  {
+    std::lock_guard lock(async.mu);
+    if (async.owner == nullptr) return false;  // stopped
+    id = async.next++;
+    async.labels.emplace(id, std::move(pending));
+  }
+  async.senderHere().send(std::move(patch),
+                          [self = async.shared_from_this(), id](ApiResponse response) {
+                            self->labelDone(id, response);
+                          });
+  return true;
+}
+
+void KubeBinder::flushAsyncLabels() {
+  if (!async_) return;
+  AsyncBinds& async = *async_;
+  std::unique_lock lock(async.mu);
+  async.finished.wait(lock, [&async] { return async.labels.empty() && async.completing == 0; });
+}
+
 void KubeBinder::stopAsync() {
   if (!async_) return;
   AsyncBinds& async = *async_;
   std::unordered_map<std::uint64_t, state::BindDone> unfinished;
+  std::unordered_map<std::uint64_t, PendingLabel> unlabelled;
   {
     std::unique_lock lock(async.mu);
     if (async.owner == nullptr) return;  // stopped before
@@ -145,11 +207,12 @@ void KubeBinder::stopAsync() {
     const auto deadline =
         std::chrono::steady_clock::now() +
         2 * std::max<std::chrono::milliseconds>(options_.requestTimeout, std::chrono::seconds(1));
-    while (!async.inFlight.empty() && !async.anyStopped() &&
+    while ((!async.inFlight.empty() || !async.labels.empty()) && !async.anyStopped() &&
            std::chrono::steady_clock::now() < deadline) {
       async.finished.wait_for(lock, std::chrono::milliseconds(100));
     }
     unfinished.swap(async.inFlight);
+    unlabelled.swap(async.labels);
     async.owner = nullptr;
     async.finished.wait(lock, [&async] { return async.completing == 0; });
   }
@@ -161,6 +224,9 @@ void KubeBinder::stopAsync() {
       spdlog::error("bind: completion failed at stop: {}", e.what());
     }
   }
+  // Labels whose answer did not come: patched again here, synchronously (a merge patch that sets
+  // the label is harmless twice), and kept for retryLabels() if that fails.
+  for (auto& [id, pending] : unlabelled) labelOrKeep(std::move(pending));
 }
 
 }  // namespace gpufair::k8s

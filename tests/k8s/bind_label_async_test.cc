@@ -1,7 +1,8 @@
 // A borrowed pod's over-quota label after bindOn(io_context): its PATCH goes out on the context's
 // sender once the Binding succeeded, never through a synchronous send on a worker thread; a label
-// the API server refuses is kept for retryLabels() (or dropped when the pod is gone), and stop()
-// waits for a label in flight as for a bind. Against the validating fake API server.
+// the API server refuses is kept for retryLabels() (or dropped when the pod is gone); stop() waits
+// for a label in flight as for a bind, and patches again one whose answer cannot come. Against the
+// validating fake API server.
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -139,6 +140,16 @@ TEST_F(SlowBindLabelAsyncTest, StopWaitsForTheLabelInFlight) {
   EXPECT_EQ(labelOf("borrower"), "true");
   EXPECT_EQ(binder_->pendingLabels(), 0u);
   EXPECT_EQ(client_->syncSends, 0);
+}
+
+TEST_F(SlowBindLabelAsyncTest, StopPatchesAgainALabelWhoseAnswerDidNotCome) {
+  ASSERT_TRUE(bindBorrowed(createPod("borrower")).status.isOk());
+  io_.stop();  // as the server's stop() does: the label's answer will never be read
+  binder_->stop();
+  EXPECT_EQ(client_->syncSends, 1);  // the PATCH again, on stop()'s thread
+  EXPECT_EQ(fake_.requests("PATCH", std::string(kPods) + "/borrower").size(), 2u);
+  EXPECT_EQ(labelOf("borrower"), "true");
+  EXPECT_EQ(binder_->pendingLabels(), 0u);
 }
 
 }  // namespace

@@ -5,11 +5,15 @@
 // admitted as borrowed, labels it gpufair.io/over-quota=true (labels cannot ride on a Binding). The
 // label is not patched on bind()'s thread (an io thread kube-scheduler waits on): bind() queues it
 // and returns after the Binding; a worker thread (started by the first borrowed pod) patches the
-// queued labels in order. Until the label shows up, the mirror keeps the admission decision it
-// assumed at bind. A failed label patch does not fail the bind (the pod is bound either way): it is
-// logged and retried by retryLabels(), which the caller runs periodically. stop() (and the
-// destructor) lets the worker try every label still queued first, so a shutdown does not drop one;
-// a bind() after stop() labels inline.
+// queued labels in order. After bindOn(), an asynchronous bind's label PATCH is instead sent when
+// its Binding succeeds, on the same context's sender (no worker thread, whose two sleeps per
+// borrowed pod cost more than the PATCH itself). Until the label shows up, the mirror keeps the
+// admission decision it assumed at bind. A failed label patch does not fail the bind (the pod is
+// bound either way): it is logged and retried by retryLabels(), which the caller runs
+// periodically. stop() (and the destructor) lets the worker try every label still queued first,
+// waits for the asynchronous ones in flight as for the binds, and patches again, synchronously,
+// those whose answer did not come, so a shutdown does not drop one; a bind() after stop() labels
+// inline.
 //
 // OverQuotaLabeler: the opposite direction. Once a queue is back within its deserved quota, the
 // pods it borrowed for are no longer borrowed; the leader removes their label so that reclaim does
@@ -92,7 +96,8 @@ class KubeBinder final : public state::Binder {
   std::size_t retryLabels();
   // Label patches that failed and wait for retryLabels() (not those queued by bind()).
   std::size_t pendingLabels() const;
-  // Waits until every label queued by bind() so far was tried once.
+  // Waits until every label queued by bind() so far was tried once, and every asynchronous label
+  // PATCH sent so far was answered (not from an io thread of bindOn()'s contexts).
   void flushLabels();
   // Binds every queued bind and tries every queued label, then ends the threads. Idempotent.
   void stop();
@@ -114,6 +119,10 @@ class KubeBinder final : public state::Binder {
   bool label(const PendingLabel& pod, bool& drop);
   // Patches the label; a failure worth retrying goes to pending_.
   void labelOrKeep(PendingLabel pending);
+  // Counts and logs a failed label patch; true when retrying it is pointless (the pod is gone).
+  bool labelFailed(const Status& status, int httpStatus);
+  // An asynchronous label PATCH's outcome: a failure worth retrying goes to pending_.
+  void labelled(const PendingLabel& pending, const Status& status, int httpStatus);
   void labelLoop();
   struct BindJob {
     policy::Pod pod;
@@ -128,7 +137,11 @@ class KubeBinder final : public state::Binder {
   struct AsyncBinds;
   bool bindOverSender(const policy::Pod& pod, std::string_view node, bool overQuota,
                       state::BindDone& done);
+  // Sends the label PATCH on a sender of the asynchronous binds; false (and `pending` untouched)
+  // when there is none or after stop().
+  bool labelOverSender(PendingLabel& pending);
   void stopAsync();
+  void flushAsyncLabels();
   std::shared_ptr<AsyncBinds> async_;  // set by bindOn() before the binds start
 
   KubeClientPtr client_;
