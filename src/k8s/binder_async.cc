@@ -113,15 +113,18 @@ struct KubeBinder::AsyncBinds : std::enable_shared_from_this<AsyncBinds> {
       binder = owner;
       ++completing;
     }
+    const bool bound = status.isOk();
+    if (!bound) spdlog::warn("{}", status.reason());
     try {
-      if (status.isOk()) {
-        binder->bound(job.pod, job.node, job.overQuota);
-      } else {
-        spdlog::warn("{}", status.reason());
-      }
-      done(std::move(status));
+      done(std::move(status));  // kube-scheduler's answer first: the label can wait
     } catch (const std::exception& e) {
       spdlog::error("bind {}: completion failed: {}", job.pod.key(), e.what());
+    }
+    try {
+      // Still counted in `completing`: flushLabels() waits for the label this may send.
+      if (bound) binder->bound(job.pod, job.node, job.overQuota);
+    } catch (const std::exception& e) {
+      spdlog::error("bind {}: labelling failed: {}", job.pod.key(), e.what());
     }
     {
       std::lock_guard lock(mu);
@@ -207,8 +210,9 @@ void KubeBinder::stopAsync() {
     const auto deadline =
         std::chrono::steady_clock::now() +
         2 * std::max<std::chrono::milliseconds>(options_.requestTimeout, std::chrono::seconds(1));
-    while ((!async.inFlight.empty() || !async.labels.empty()) && !async.anyStopped() &&
-           std::chrono::steady_clock::now() < deadline) {
+    // A completion under way may still send its pod's label.
+    while ((!async.inFlight.empty() || !async.labels.empty() || async.completing > 0) &&
+           !async.anyStopped() && std::chrono::steady_clock::now() < deadline) {
       async.finished.wait_for(lock, std::chrono::milliseconds(100));
     }
     unfinished.swap(async.inFlight);

@@ -147,7 +147,10 @@ TEST_F(SlowBindLabelAsyncTest, StopPatchesAgainALabelWhoseAnswerDidNotCome) {
   io_.stop();  // as the server's stop() does: the label's answer will never be read
   binder_->stop();
   EXPECT_EQ(client_->syncSends, 1);  // the PATCH again, on stop()'s thread
-  EXPECT_EQ(fake_.requests("PATCH", std::string(kPods) + "/borrower").size(), 2u);
+  // The first PATCH reached the API server or not, depending on when the context stopped.
+  const auto patches = fake_.requests("PATCH", std::string(kPods) + "/borrower").size();
+  EXPECT_GE(patches, 1u);
+  EXPECT_LE(patches, 2u);
   EXPECT_EQ(labelOf("borrower"), "true");
   EXPECT_EQ(binder_->pendingLabels(), 0u);
 }
