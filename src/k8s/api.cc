@@ -192,21 +192,13 @@ Status patchPodLabels(KubeClient& client, std::string_view ns, std::string_view 
                       const std::map<std::string, std::string>& set,
                       const std::vector<std::string>& remove, std::string_view uid,
                       std::chrono::milliseconds timeout) {
-  return detail::patchPodLabelsDetailed(client, ns, name, set, remove, uid, timeout, nullptr);
+  return detail::patchPodMetadata(client, ns, name, "labels", set, remove, uid, timeout, nullptr);
 }
 
 Status patchPodAnnotations(KubeClient& client, std::string_view ns, std::string_view name,
                            const std::map<std::string, std::string>& set, std::string_view uid,
                            std::chrono::milliseconds timeout) {
   return detail::patchPodMetadata(client, ns, name, "annotations", set, {}, uid, timeout, nullptr);
-}
-
-Status detail::patchPodLabelsDetailed(KubeClient& client, std::string_view ns,
-                                      std::string_view name,
-                                      const std::map<std::string, std::string>& set,
-                                      const std::vector<std::string>& remove, std::string_view uid,
-                                      std::chrono::milliseconds timeout, ApiError* errorOut) {
-  return patchPodMetadata(client, ns, name, "labels", set, remove, uid, timeout, errorOut);
 }
 
 ApiRequest detail::metadataPatchRequest(std::string_view ns, std::string_view name,

@@ -35,11 +35,6 @@ std::string truncateUtf8(std::string_view text, std::size_t limit);
 
 namespace gpufair::k8s::detail {
 
-// patchPodLabels, also telling what the API server answered (when `error` is not null).
-Status patchPodLabelsDetailed(KubeClient& client, std::string_view ns, std::string_view name,
-                              const std::map<std::string, std::string>& set,
-                              const std::vector<std::string>& remove, std::string_view uid,
-                              std::chrono::milliseconds timeout, ApiError* error);
 // JSON merge patch of metadata.<field> ("labels" or "annotations"): `set` adds or overwrites,
 // `remove` deletes; a non-empty uid is a precondition.
 Status patchPodMetadata(KubeClient& client, std::string_view ns, std::string_view name,

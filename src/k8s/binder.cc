@@ -66,11 +66,9 @@ void KubeBinder::labelLoop() {
 }
 
 void KubeBinder::labelOrKeep(PendingLabel pending) {
-  bool drop = false;
-  if (label(pending, drop) || drop) return;
-  pending.attempts = 1;
-  std::lock_guard lock(mu_);
-  pending_.push_back(std::move(pending));
+  int httpStatus = 0;
+  const Status status = patchLabel(pending, httpStatus);
+  labelled(pending, status, httpStatus);
 }
 
 // A real UID never contains '/': the mirror keys pods it knows no UID for "ns/name".
@@ -164,13 +162,24 @@ void KubeBinder::bindLoop() {
   }
 }
 
-bool KubeBinder::label(const PendingLabel& pod, bool& drop) {
+ApiRequest KubeBinder::labelRequest(const PendingLabel& pod) const {
+  return detail::metadataPatchRequest(pod.ns, pod.name, "labels", {{kOverQuotaLabel, "true"}}, {},
+                                      pod.uid, options_.requestTimeout);
+}
+
+Status KubeBinder::patchLabel(const PendingLabel& pod, int& httpStatus) {
   ApiError error;
-  Status status =
-      detail::patchPodLabelsDetailed(*client_, pod.ns, pod.name, {{kOverQuotaLabel, "true"}}, {},
-                                     pod.uid, options_.requestTimeout, &error);
+  Status status = detail::metadataPatchOutcome(pod.ns, pod.name, "labels",
+                                               client_->send(labelRequest(pod)), &error);
+  httpStatus = error.httpStatus;
+  return status;
+}
+
+bool KubeBinder::label(const PendingLabel& pod, bool& drop) {
+  int httpStatus = 0;
+  const Status status = patchLabel(pod, httpStatus);
   if (status.isOk()) return true;
-  drop = labelFailed(status, error.httpStatus);
+  drop = labelFailed(status, httpStatus);
   return false;
 }
 

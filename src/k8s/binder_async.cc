@@ -14,7 +14,6 @@
 #include <boost/asio/io_context.hpp>
 #include <spdlog/spdlog.h>
 
-#include "gpufair/common/labels.h"
 #include "gpufair/k8s/binder.h"
 
 #include "api_support.h"
@@ -173,9 +172,7 @@ bool KubeBinder::bindOverSender(const policy::Pod& pod, std::string_view node, b
 bool KubeBinder::labelOverSender(PendingLabel& pending) {
   if (!async_) return false;
   AsyncBinds& async = *async_;
-  ApiRequest patch =
-      detail::metadataPatchRequest(pending.ns, pending.name, "labels", {{kOverQuotaLabel, "true"}},
-                                   {}, pending.uid, options_.requestTimeout);
+  ApiRequest patch = labelRequest(pending);
   std::uint64_t id = 0;
   {
     std::lock_guard lock(async.mu);

@@ -115,13 +115,17 @@ class KubeBinder final : public state::Binder {
   // What the pod's Binding carries for kube-apiserver to merge into its annotations: the GPU a
   // placed fractional pod was given; nothing for others.
   static std::map<std::string, std::string> bindingAnnotations(const policy::Pod& pod);
+  // The merge patch that sets the over-quota label, with the pod's uid as precondition.
+  ApiRequest labelRequest(const PendingLabel& pod) const;
+  // Sends it synchronously; `httpStatus` gets the API server's answer's status.
+  Status patchLabel(const PendingLabel& pod, int& httpStatus);
   // Patches the label; true when done or pointless to retry (`drop`).
   bool label(const PendingLabel& pod, bool& drop);
   // Patches the label; a failure worth retrying goes to pending_.
   void labelOrKeep(PendingLabel pending);
   // Counts and logs a failed label patch; true when retrying it is pointless (the pod is gone).
   bool labelFailed(const Status& status, int httpStatus);
-  // An asynchronous label PATCH's outcome: a failure worth retrying goes to pending_.
+  // A label PATCH's outcome: a failure worth retrying goes to pending_.
   void labelled(const PendingLabel& pending, const Status& status, int httpStatus);
   void labelLoop();
   struct BindJob {
